@@ -1,0 +1,31 @@
+// Options of one build run, filled by the command line and read by the builder and its helpers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace headroom {
+
+struct MemoryConfig {
+  bool enabled = true;              // --no-memory turns every memory decision off.
+  uint64_t budget_bytes = 0;        // --mem-budget as bytes; 0 = derive from the machine.
+  double budget_fraction = 0.0;     // --mem-budget=N% as 0..1; 0 = unset.
+  uint64_t reserve_bytes = 0;       // --mem-reserve; 0 = default.
+};
+
+struct BuildConfig {
+  enum class Verbosity { kQuiet, kNoStatusUpdate, kNormal, kVerbose };
+  Verbosity verbosity = Verbosity::kNormal;
+  bool dry_run = false;
+  int parallelism = 1;
+  bool parallelism_from_cli = false;  // -j given (disables the jobserver).
+  int failures_allowed = 1;           // -k; INT_MAX for unlimited.
+  double max_load_average = -0.0;     // -l; <= 0 disables.
+  bool explain = false;               // -d explain
+  bool keep_depfile = false;          // -d keepdepfile
+  bool keep_rsp = false;              // -d keeprsp
+  bool stats = false;                 // -d stats
+  MemoryConfig memory;
+};
+
+}  // namespace headroom
