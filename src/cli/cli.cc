@@ -1,17 +1,152 @@
-// Top-level run: option parsing, manifest loading, tools and the build.
+// Top-level run: HEADROOM_FLAGS and MAX_JOBS, option parsing, -C, tools, and the
+// load / regenerate / build cycle (restarted when the manifest rebuilt itself).
 #include "headroom/cli/cli.h"
 
-#include <cstdio>
-#include <cstring>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <climits>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "headroom/cli/ninja_main.h"
+#include "headroom/cli/options.h"
+#include "headroom/exec/process_runner.h"
+#include "headroom/status/status_printer.h"
+#include "headroom/tools/tool.h"
+#include "headroom/util/messages.h"
 
 namespace headroom {
 
-int RunCli(int argc, char** argv) {
-  if (argc > 1 && strcmp(argv[1], "--version") == 0) {
-    printf("1.13.2\n");
-    return 0;
+namespace {
+
+constexpr int kCycleLimit = 100;
+
+// HEADROOM_FLAGS lets tools that run `ninja` with fixed arguments (PyTorch) pass headroom's
+// options: they go first, so the real command line still wins.
+std::vector<std::string> ArgumentsWithEnvironmentFlags(int argc, char** argv) {
+  std::vector<std::string> args{argv[0]};
+  if (const char* extra = getenv("HEADROOM_FLAGS")) {
+    std::istringstream words(extra);
+    std::string word;
+    while (words >> word) args.push_back(word);
   }
-  fprintf(stderr, "ninja: error: not implemented yet\n");
+  for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
+  return args;
+}
+
+// MAX_JOBS (PyTorch's knob): unset, empty or "auto" keeps the default; a number caps -j.
+bool ApplyMaxJobs(BuildConfig* config) {
+  const char* value = getenv("MAX_JOBS");
+  if (!value || !*value || strcmp(value, "auto") == 0) return true;
+  char* end = nullptr;
+  errno = 0;
+  long jobs = strtol(value, &end, 10);
+  if (*end != 0 || end == value || jobs < 0 || errno == ERANGE) {
+    Error("invalid MAX_JOBS '{}': expected a number of jobs or 'auto'", value);
+    return false;
+  }
+  if (jobs == 0) return true;  // like -j0: no cap from MAX_JOBS
+  int cap = static_cast<int>(std::min<long>(jobs, INT_MAX));
+  config->parallelism = config->parallelism_from_cli ? std::min(config->parallelism, cap) : cap;
+  return true;
+}
+
+bool OpenLogsForTool(void* owner, bool recompact_only) {
+  auto* pair = static_cast<std::pair<NinjaMain*, Status*>*>(owner);
+  return pair->first->OpenBuildLog(pair->second, recompact_only) &&
+         pair->first->OpenDepsLog(pair->second, recompact_only);
+}
+
+int RunTool(const Tool& tool, NinjaMain* ninja, const Options& options, const BuildConfig& config,
+            Status* status) {
+  std::pair<NinjaMain*, Status*> owner{ninja, status};
+  ToolContext context;
+  context.options = &options;
+  context.config = &config;
+  context.disk = &ninja->disk();
+  context.state = &ninja->state();
+  context.build_log = &ninja->build_log();
+  context.deps_log = &ninja->deps_log();
+  context.build_dir = ninja->build_dir();
+  context.open_logs = OpenLogsForTool;
+  context.owner = &owner;
+  std::vector<std::string> args{tool.name};
+  args.insert(args.end(), options.args.begin(), options.args.end());
+  return tool.run(context, args);
+}
+
+}  // namespace
+
+int RunCli(int argc, char** argv) {
+  setvbuf(stdout, nullptr, _IOLBF, BUFSIZ);
+  std::vector<std::string> arg_storage = ArgumentsWithEnvironmentFlags(argc, argv);
+  std::vector<char*> arg_pointers;
+  for (std::string& arg : arg_storage) arg_pointers.push_back(arg.data());
+  arg_pointers.push_back(nullptr);
+
+  BuildConfig config;
+  Options options;
+  if (std::optional<int> exit_code =
+          ReadFlags(static_cast<int>(arg_storage.size()), arg_pointers.data(), &options, &config)) {
+    return *exit_code;
+  }
+  if (!ApplyMaxJobs(&config)) return 1;
+
+  const Tool* tool = nullptr;
+  if (!options.tool.empty()) {
+    int exit_code = 0;
+    tool = ChooseTool(options.tool, &exit_code);
+    if (!tool) return exit_code;
+  }
+
+  Explanations explanations;
+  Explanations* explain = config.explain ? &explanations : nullptr;
+  StatusPrinter status(config, ConsoleSetup::FromEnvironment(), explain);
+
+  if (!options.working_dir.empty()) {
+    // The odd quotes let Emacs follow the directory change; tools print nothing so their output
+    // can be piped.
+    if (!tool && config.verbosity != BuildConfig::Verbosity::kNoStatusUpdate)
+      status.Info("Entering directory `" + options.working_dir + "'");
+    if (chdir(options.working_dir.c_str()) < 0)
+      Fatal(fmt::format("chdir to '{}' - {}", options.working_dir, strerror(errno)));
+  }
+
+  SteadyClock clock;
+  if (tool && tool->phase == Tool::Phase::kAfterFlags) {
+    NinjaMain ninja(config, &clock, nullptr, explain);
+    return RunTool(*tool, &ninja, options, config, &status);
+  }
+
+  std::unique_ptr<ProcessRunner> runner = config.dry_run ? nullptr : MakePosixProcessRunner();
+  for (int cycle = 1; cycle <= kCycleLimit; ++cycle) {
+    NinjaMain ninja(config, &clock, runner.get(), explain);
+    if (!ninja.LoadManifest(options, &status)) return 1;
+    if (tool && tool->phase == Tool::Phase::kAfterLoad) return RunTool(*tool, &ninja, options, config, &status);
+    if (!ninja.EnsureBuildDirExists(&status)) return 1;
+    if (!ninja.OpenBuildLog(&status) || !ninja.OpenDepsLog(&status)) return 1;
+    if (tool && tool->phase == Tool::Phase::kAfterLogs) return RunTool(*tool, &ninja, options, config, &status);
+
+    std::string err;
+    if (ninja.RebuildManifest(options.input_file, &err, &status)) {
+      // A dry run "regenerates" forever without changing anything; stop here.
+      if (config.dry_run) return 0;
+      continue;
+    }
+    if (!err.empty()) {
+      status.Error("rebuilding '" + options.input_file + "': " + err);
+      return 1;
+    }
+    return ninja.RunBuild(options.args, &status);
+  }
+  status.Error(fmt::format("manifest '{}' still dirty after {} tries, perhaps system time is not set",
+                           options.input_file, kCycleLimit));
   return 1;
 }
 

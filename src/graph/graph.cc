@@ -178,7 +178,9 @@ void State::AddIn(Edge* edge, std::string_view path) {
 bool State::AddOut(Edge* edge, std::string_view path, std::string* err) {
   Node* node = GetNode(path);
   if (node->in_edge) {
-    *err = "multiple rules generate " + node->path;
+    // ninja 1.12+ words a repeat within one edge differently from a clash between edges.
+    *err = node->in_edge == edge ? node->path + " is defined as an output multiple times"
+                                 : "multiple rules generate " + node->path;
     return false;
   }
   node->generated_by_dep_loader = false;
@@ -189,6 +191,7 @@ bool State::AddOut(Edge* edge, std::string_view path, std::string* err) {
 
 void State::AddValidation(Edge* edge, std::string_view path) {
   Node* node = GetNode(path);
+  node->generated_by_dep_loader = false;
   edge->validations.push_back(node);
   node->validation_out_edges.push_back(edge);
 }

@@ -29,16 +29,32 @@ struct Node {
   const std::string path;
   const int index;  // creation order within State; stable for the life of the State.
 
+  enum class Existence : uint8_t { kUnknown, kMissing, kExists };
+
+  // mtime is kept apart from existence because a missing phony output borrows its newest input's
+  // mtime (so dependents compare against it) while still not existing.
   TimeStamp mtime = -1;
-  bool exists() const { return mtime > 0; }
-  bool status_known() const { return mtime != -1; }
-  void MarkMissing() { mtime = 0; }
-  void ResetState() { mtime = -1; exists_checked_by_scan = false; dirty = false; }
+  Existence existence = Existence::kUnknown;
+  bool exists() const { return existence == Existence::kExists; }
+  bool status_known() const { return existence != Existence::kUnknown; }
+  // Records a DiskInterface::Stat result (-1 = error leaves the status unknown).
+  void SetMtimeFromStat(TimeStamp stat_result) {
+    mtime = stat_result;
+    existence = stat_result > 0 ? Existence::kExists : stat_result == 0 ? Existence::kMissing : Existence::kUnknown;
+  }
+  void MarkMissing() { SetMtimeFromStat(0); }
+  void UpdatePhonyMtime(TimeStamp newest_input) {
+    if (!exists() && newest_input > mtime) mtime = newest_input;
+  }
+  void ResetState() {
+    mtime = -1;
+    existence = Existence::kUnknown;
+    dirty = false;
+  }
 
   bool dirty = false;
   bool dyndep_pending = false;  // this node is a dyndep file some edge still has to load.
   bool generated_by_dep_loader = true;  // true until some manifest statement names it.
-  bool exists_checked_by_scan = false;
   int deps_log_id = -1;  // record id in .ninja_deps, -1 when not recorded there.
 
   Edge* in_edge = nullptr;  // the edge producing this node, if any.

@@ -1,0 +1,112 @@
+// The builder: runs the plan. Starts ready edges when the CPU cap (-j, -l), their pool and the
+// admission controller allow, waits for jobs, records logs and deps, restats, and cleans up on
+// interrupt. Memory awareness plugs in through JobController without touching this loop.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "headroom/build/build_config.h"
+#include "headroom/exec/process_runner.h"
+#include "headroom/graph/graph.h"
+#include "headroom/plan/plan.h"
+#include "headroom/scan/scan.h"
+
+namespace headroom {
+
+class BuildLog;
+class Clock;
+class DepsLog;
+class DiskInterface;
+class Status;
+
+// Per-job decisions beyond -j: whether a ready edge may start now, what to do when a job ends,
+// and periodic work (memory sampling, the safety net). The default allows everything.
+class JobController {
+ public:
+  virtual ~JobController() = default;
+  // Asked for each ready edge in priority order; `running` counts jobs in flight.
+  virtual bool MayStart(Edge* edge, size_t running) { return true; }
+  // Options for starting the job (e.g. a cgroup to join).
+  virtual JobStartOptions PrepareJob(Edge* edge) { return {}; }
+  virtual void JobStarted(Edge* edge, JobId id, ProcessRunner* runner) {}
+  // Called for every finished job before its result is used. Returning true requeues the edge
+  // (its output is dropped) instead of finishing it.
+  virtual bool JobFinished(Edge* edge, const JobExit& exit) { return false; }
+  // How long the builder may block waiting for jobs (-1 = until one finishes).
+  virtual int TickIntervalMs() const { return -1; }
+  // Periodic work while jobs run; may signal or kill jobs through the runner.
+  virtual void Tick(ProcessRunner* runner) {}
+  // The build ended (successfully or not).
+  virtual void BuildEnded() {}
+};
+
+enum class BuildResult { kSucceeded, kFailed, kInterrupted };
+
+class Builder {
+ public:
+  Builder(State* state, const BuildConfig& config, BuildLog* build_log, DepsLog* deps_log, DiskInterface* disk,
+          Status* status, const Clock* clock, Explanations* explanations = nullptr);
+  ~Builder();
+
+  Node* AddTarget(const std::string& name, std::string* err);
+  bool AddTarget(Node* target, std::string* err);
+  bool AlreadyUpToDate() const { return !plan_.more_to_do(); }
+
+  // Runs the build. On failure *err holds the "build stopped" reason.
+  BuildResult Build(std::string* err);
+  // Exit status for a failed build: the failing job's code (1.13 semantics), 130 when interrupted.
+  int failure_exit_code() const { return failure_exit_code_; }
+
+  void set_runner(ProcessRunner* runner) { runner_ = runner; }
+  void set_job_controller(JobController* controller) { controller_ = controller; }
+  // The file stamped at each command start (log v6+); empty disables it.
+  void set_lock_file_path(std::string path) { lock_file_path_ = std::move(path); }
+  // Priority: weight of each edge on the critical path (default: ninja's 1 per command edge).
+  void set_edge_cost(std::function<int64_t(const Edge*)> cost) { edge_cost_ = std::move(cost); }
+
+  Plan& plan() { return plan_; }
+  DependencyScan& scan() { return scan_; }
+
+ private:
+  struct RunningEdge {
+    Edge* edge;
+    int64_t start_time_ms;
+  };
+
+  bool StartEdge(Edge* edge, std::string* err);
+  bool FinishCommand(Edge* edge, JobExit* result, std::string* err);
+  bool ExtractDeps(Edge* edge, JobExit* result, const std::string& deps_type, std::vector<Node*>* deps_nodes,
+                   std::string* err);
+  bool RestatOutputs(Edge* edge, TimeStamp* record_mtime, std::string* err);
+  bool LoadDyndeps(Node* node, std::string* err);
+  bool CanStartMore(size_t running) const;
+  void Cleanup();
+  int64_t NowMs() const;
+
+  State* state_;
+  const BuildConfig& config_;
+  BuildLog* build_log_;
+  DepsLog* deps_log_;
+  DiskInterface* disk_;
+  Status* status_;
+  const Clock* clock_;
+  ProcessRunner* runner_ = nullptr;
+  JobController default_controller_;
+  JobController* controller_ = &default_controller_;
+  Plan plan_;
+  DependencyScan scan_;
+  std::string lock_file_path_;
+  std::function<int64_t(const Edge*)> edge_cost_;
+  int64_t build_start_ms_ = 0;
+  std::map<JobId, RunningEdge> running_;
+  std::vector<JobId> dry_run_finished_;
+  JobId next_dry_run_id_ = -1;  // dry-run jobs get negative ids
+  int failure_exit_code_ = 1;
+};
+
+}  // namespace headroom

@@ -1,0 +1,65 @@
+// One pass of "load the manifest, open the logs, maybe regenerate, build" — what ninja's main does.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "headroom/build/build_config.h"
+#include "headroom/build/builder.h"
+#include "headroom/cli/options.h"
+#include "headroom/graph/graph.h"
+#include "headroom/logs/build_log.h"
+#include "headroom/logs/deps_log.h"
+#include "headroom/scan/explanations.h"
+#include "headroom/util/clock.h"
+#include "headroom/util/disk.h"
+
+namespace headroom {
+
+class Status;
+class ProcessRunner;
+
+class NinjaMain : public BuildLog::Liveness {
+ public:
+  NinjaMain(const BuildConfig& config, const Clock* clock, ProcessRunner* runner, Explanations* explanations);
+
+  bool LoadManifest(const Options& options, Status* status);
+  bool EnsureBuildDirExists(Status* status);
+  bool OpenBuildLog(Status* status, bool recompact_only = false);
+  bool OpenDepsLog(Status* status, bool recompact_only = false);
+
+  // Builds the manifest first when it is an output. true: it changed, start over.
+  // false with *err: regeneration failed.
+  bool RebuildManifest(const std::string& input_file, std::string* err, Status* status);
+  // Builds the targets named in `args` (or the defaults). Returns the exit code.
+  int RunBuild(const std::vector<std::string>& args, Status* status);
+
+  bool IsPathDead(std::string_view path) const override;
+
+  State& state() { return state_; }
+  BuildLog& build_log() { return build_log_; }
+  DepsLog& deps_log() { return deps_log_; }
+  DiskInterface& disk() { return disk_; }
+  const std::string& build_dir() const { return build_dir_; }
+  void set_job_controller(JobController* controller) { job_controller_ = controller; }
+
+ private:
+  Node* CollectTarget(const std::string& name, std::string* err);
+  bool CollectTargetsFromArgs(const std::vector<std::string>& args, std::vector<Node*>* targets, std::string* err);
+  void ConfigureBuilder(Builder* builder, Status* status);
+  std::string LogPath(const char* name) const;
+
+  const BuildConfig& config_;
+  const Clock* clock_;
+  ProcessRunner* runner_;
+  Explanations* explanations_;
+  JobController* job_controller_ = nullptr;
+  State state_;
+  RealDiskInterface disk_;
+  BuildLog build_log_;
+  DepsLog deps_log_;
+  std::string build_dir_;
+};
+
+}  // namespace headroom

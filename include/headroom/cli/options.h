@@ -1,0 +1,33 @@
+// Command-line options: ninja 1.13.2's flags (same parsing, permutation and error texts) plus
+// headroom's memory flags, HEADROOM_FLAGS and MAX_JOBS.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "headroom/build/build_config.h"
+
+namespace headroom {
+
+struct Options {
+  std::string input_file = "build.ninja";
+  std::string working_dir;
+  std::string tool;                 // -t NAME; empty when building
+  std::vector<std::string> args;    // targets, or the tool's own arguments
+  bool phony_cycle_should_err = false;
+  std::string trace_path;           // --trace=FILE
+  std::string report_path;          // --report=FILE
+};
+
+// Parses argv (after HEADROOM_FLAGS and MAX_JOBS are applied). Returns an exit code to exit
+// with right away (help, version, errors), or nullopt to carry on.
+std::optional<int> ReadFlags(int argc, char** argv, Options* options, BuildConfig* config);
+
+// ninja's default -j: CPUs + 2 (2 for one CPU, 3 for two), CPUs from affinity and cgroup quota.
+int GuessParallelism();
+
+// Usage text printed by -h.
+void PrintUsage(const BuildConfig& config);
+
+}  // namespace headroom

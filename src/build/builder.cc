@@ -1,0 +1,429 @@
+// The build loop: admission (-j, -l, pools, JobController), job start/finish, restat, logs,
+// deps extraction, and cleanup of interrupted jobs, following ninja 1.13.2.
+#include "headroom/build/builder.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+#include <climits>
+
+#include "headroom/logs/build_log.h"
+#include "headroom/logs/deps_log.h"
+#include "headroom/logs/depfile_parser.h"
+#include "headroom/status/status.h"
+#include "headroom/util/clock.h"
+#include "headroom/util/disk.h"
+#include "headroom/util/path.h"
+
+namespace headroom {
+
+namespace {
+
+bool IsInterruptExit(const JobExit& exit) {
+  if (exit.exited_normally) return exit.exit_code == 130;
+  return exit.term_signal == SIGINT || exit.term_signal == SIGTERM || exit.term_signal == SIGHUP;
+}
+
+std::string ToLower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+  return text;
+}
+
+// `deps = msvc`: pulls /showIncludes lines out of the compiler output and returns the headers.
+std::string FilterShowIncludes(const std::string& output, const std::string& prefix, std::vector<std::string>* includes) {
+  static const std::string kDefaultPrefix = "Note: including file:";
+  const std::string& marker = prefix.empty() ? kDefaultPrefix : prefix;
+  std::string filtered;
+  size_t start = 0;
+  while (start < output.size()) {
+    size_t end = output.find('\n', start);
+    size_t next = end == std::string::npos ? output.size() : end + 1;
+    std::string line = output.substr(start, (end == std::string::npos ? output.size() : end) - start);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.compare(0, marker.size(), marker) == 0) {
+      std::string path = line.substr(marker.size());
+      path.erase(0, path.find_first_not_of(' '));
+      std::string lower = ToLower(path);
+      // System headers are never part of a build's own dependencies.
+      if (lower.find("program files") == std::string::npos && lower.find("microsoft visual studio") == std::string::npos)
+        includes->push_back(path);
+    } else {
+      filtered.append(output, start, next - start);
+    }
+    start = next;
+  }
+  return filtered;
+}
+
+}  // namespace
+
+Builder::Builder(State* state, const BuildConfig& config, BuildLog* build_log, DepsLog* deps_log, DiskInterface* disk,
+                 Status* status, const Clock* clock, Explanations* explanations)
+    : state_(state),
+      config_(config),
+      build_log_(build_log),
+      deps_log_(deps_log),
+      disk_(disk),
+      status_(status),
+      clock_(clock),
+      scan_(state, build_log, deps_log, disk, explanations) {
+  build_start_ms_ = clock_->NowMs();
+  plan_.set_dyndep_loader([this](Node* node, std::string* err) { return LoadDyndeps(node, err); });
+}
+
+Builder::~Builder() { Cleanup(); }
+
+int64_t Builder::NowMs() const { return clock_->NowMs() - build_start_ms_; }
+
+Node* Builder::AddTarget(const std::string& name, std::string* err) {
+  Node* node = state_->LookupNode(name);
+  if (!node) {
+    *err = "unknown target: '" + name + "'";
+    return nullptr;
+  }
+  if (!AddTarget(node, err)) return nullptr;
+  return node;
+}
+
+bool Builder::AddTarget(Node* target, std::string* err) {
+  std::vector<Node*> validation_nodes;
+  if (!scan_.RecomputeDirty(target, &validation_nodes, err)) return false;
+
+  Edge* in_edge = target->in_edge;
+  if (!in_edge || !in_edge->outputs_ready) {
+    if (!plan_.AddTarget(target, err)) return false;
+  }
+  // Validations are built too, but never block the target that asked for them.
+  for (Node* validation : validation_nodes) {
+    if (Edge* validation_edge = validation->in_edge) {
+      if (!validation_edge->outputs_ready && !plan_.AddTarget(validation, err)) return false;
+    }
+  }
+  return true;
+}
+
+bool Builder::CanStartMore(size_t running) const {
+  int64_t capacity = static_cast<int64_t>(config_.parallelism) - static_cast<int64_t>(running);
+  if (config_.max_load_average > 0.0) {
+    double load = -0.0;
+    if (getloadavg(&load, 1) == 1) {
+      int64_t load_capacity = static_cast<int64_t>(config_.max_load_average - load);
+      capacity = std::min(capacity, load_capacity);
+    }
+  }
+  // One job may always run, whatever the caps say.
+  return capacity > 0 || running == 0;
+}
+
+BuildResult Builder::Build(std::string* err) {
+  plan_.PrepareQueue(edge_cost_);
+  status_->PlanHasTotalEdges(plan_.command_edge_count());
+  int pending_commands = 0;
+  int failures_allowed = config_.failures_allowed;
+  status_->BuildStarted();
+
+  auto stop = [&](BuildResult result) {
+    Cleanup();
+    status_->BuildFinished();
+    controller_->BuildEnded();
+    return result;
+  };
+
+  while (plan_.more_to_do()) {
+    if (failures_allowed) {
+      for (;;) {
+        size_t running = static_cast<size_t>(pending_commands);
+        if (!CanStartMore(running)) break;
+        Edge* edge = plan_.FindWork([&](Edge* candidate) {
+          return candidate->is_phony() || config_.dry_run || controller_->MayStart(candidate, running);
+        });
+        if (!edge) break;
+        if (edge->GetBindingBool("generator") && build_log_) {
+          // The generator may run `ninja -t restat` on our log; let it see a closed file.
+          build_log_->Close();
+        }
+        if (!StartEdge(edge, err)) return stop(BuildResult::kFailed);
+        if (edge->is_phony()) {
+          if (!plan_.EdgeFinished(edge, Plan::EdgeResult::kSucceeded, err)) return stop(BuildResult::kFailed);
+        } else {
+          ++pending_commands;
+        }
+      }
+      if (pending_commands == 0 && !plan_.more_to_do()) break;
+    }
+
+    if (pending_commands) {
+      std::vector<JobExit> finished;
+      if (config_.dry_run) {
+        // Dry run: every started edge "finishes" successfully at once, with no output.
+        for (JobId id : dry_run_finished_) {
+          JobExit exit;
+          exit.id = id;
+          exit.exited_normally = true;
+          finished.push_back(exit);
+        }
+        dry_run_finished_.clear();
+      } else {
+        auto wait = runner_->Wait(controller_->TickIntervalMs(), &finished);
+        if (wait == ProcessRunner::WaitResult::kInterrupted) {
+          *err = "interrupted by user";
+          failure_exit_code_ = 130;
+          return stop(BuildResult::kInterrupted);
+        }
+        controller_->Tick(runner_);
+        if (wait == ProcessRunner::WaitResult::kTimeout) continue;
+      }
+      for (JobExit& exit : finished) {
+        --pending_commands;
+        auto it = running_.find(exit.id);
+        Edge* edge = it->second.edge;
+        if (!config_.dry_run && controller_->JobFinished(edge, exit)) {
+          // Requeued (e.g. OOM-killed): it will run again; nothing of this attempt is kept.
+          running_.erase(it);
+          plan_.Requeue(edge);
+          continue;
+        }
+        if (!config_.dry_run && IsInterruptExit(exit)) {
+          *err = "interrupted by user";
+          failure_exit_code_ = 130;
+          return stop(BuildResult::kInterrupted);
+        }
+        if (!FinishCommand(edge, &exit, err)) {
+          running_.erase(exit.id);
+          return stop(BuildResult::kFailed);
+        }
+        running_.erase(exit.id);
+        if (!exit.success()) {
+          failure_exit_code_ = exit.ExitStatusCode();
+          if (failures_allowed) --failures_allowed;
+        }
+      }
+      continue;
+    }
+
+    status_->BuildFinished();
+    controller_->BuildEnded();
+    if (failures_allowed == 0) {
+      *err = config_.failures_allowed > 1 ? "subcommands failed" : "subcommand failed";
+    } else if (failures_allowed < config_.failures_allowed) {
+      *err = "cannot make progress due to previous errors";
+    } else {
+      *err = "stuck [this is a bug]";
+    }
+    return BuildResult::kFailed;
+  }
+
+  status_->BuildFinished();
+  controller_->BuildEnded();
+  return BuildResult::kSucceeded;
+}
+
+bool Builder::StartEdge(Edge* edge, std::string* err) {
+  if (edge->is_phony()) return true;
+  const int64_t start_time = NowMs();
+  status_->BuildEdgeStarted(edge, start_time);
+
+  // A filesystem timestamp taken as the command starts becomes the log's mtime (log v6+), so
+  // inputs edited while the command runs still count as newer afterwards.
+  TimeStamp command_start = (config_.dry_run || lock_file_path_.empty()) ? 0 : -1;
+  for (Node* output : edge->outputs) {
+    if (!disk_->MakeDirs(output->path)) return false;
+    if (command_start == -1) {
+      disk_->WriteFile(lock_file_path_, "");
+      std::string stat_err;
+      command_start = disk_->Stat(lock_file_path_, &stat_err);
+      if (command_start == -1) command_start = 0;
+    }
+  }
+  edge->command_start_time = std::max<TimeStamp>(command_start, 0);
+
+  std::string depfile = edge->GetUnescapedDepfile();
+  if (!depfile.empty() && !disk_->MakeDirs(depfile)) return false;
+
+  std::string rspfile = edge->GetUnescapedRspfile();
+  if (!rspfile.empty() && !disk_->WriteFile(rspfile, edge->GetBinding("rspfile_content"))) return false;
+
+  if (config_.dry_run) {
+    JobId id = next_dry_run_id_--;
+    running_.emplace(id, RunningEdge{edge, start_time});
+    dry_run_finished_.push_back(id);
+    return true;
+  }
+  JobStartOptions options = controller_->PrepareJob(edge);
+  options.use_console = edge->use_console();
+  std::string start_err;
+  JobId id = runner_->Start(edge->EvaluateCommand(), options, &start_err);
+  if (id < 0) {
+    *err = "command '" + edge->EvaluateCommand() + "' failed.";
+    return false;
+  }
+  running_.emplace(id, RunningEdge{edge, start_time});
+  controller_->JobStarted(edge, id, runner_);
+  return true;
+}
+
+bool Builder::FinishCommand(Edge* edge, JobExit* result, std::string* err) {
+  // Deps come first: msvc filtering rewrites the output even on failure, and a broken depfile
+  // turns a successful command into a failed edge.
+  std::vector<Node*> deps_nodes;
+  const std::string deps_type = edge->GetBinding("deps");
+  if (!deps_type.empty()) {
+    std::string extract_err;
+    if (!ExtractDeps(edge, result, deps_type, &deps_nodes, &extract_err) && result->success()) {
+      if (!result->output.empty()) result->output.append("\n");
+      result->output.append(extract_err);
+      result->exited_normally = true;
+      result->exit_code = 1;
+    }
+  }
+
+  auto running = running_.find(result->id);
+  const int64_t start_time = running != running_.end() ? running->second.start_time_ms : NowMs();
+  const int64_t end_time = NowMs();
+  status_->BuildEdgeFinished(edge, start_time, end_time, result->success(), result->ExitStatusCode(), result->output);
+
+  if (!result->success()) return plan_.EdgeFinished(edge, Plan::EdgeResult::kFailed, err);
+
+  TimeStamp record_mtime = 0;
+  if (!config_.dry_run && !RestatOutputs(edge, &record_mtime, err)) return false;
+
+  if (!plan_.EdgeFinished(edge, Plan::EdgeResult::kSucceeded, err)) return false;
+
+  std::string rspfile = edge->GetUnescapedRspfile();
+  if (!rspfile.empty() && !config_.keep_rsp) disk_->RemoveFile(rspfile);
+
+  if (build_log_ && !build_log_->RecordCommand(edge, static_cast<int>(start_time), static_cast<int>(end_time),
+                                               record_mtime)) {
+    *err = std::string("Error writing to build log: ") + strerror(errno);
+    return false;
+  }
+
+  if (!deps_type.empty() && !config_.dry_run && deps_log_) {
+    for (Node* output : edge->outputs) {
+      TimeStamp deps_mtime = disk_->Stat(output->path, err);
+      if (deps_mtime == -1) return false;
+      if (!deps_log_->RecordDeps(output, deps_mtime, deps_nodes)) {
+        *err = std::string("Error writing to deps log: ") + strerror(errno);
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+bool Builder::RestatOutputs(Edge* edge, TimeStamp* record_mtime, std::string* err) {
+  const bool restat = edge->GetBindingBool("restat");
+  const bool generator = edge->GetBindingBool("generator");
+  // A v5 log (kept for a ninja 1.11 sharing this directory) records output mtimes, with the
+  // newest input's mtime for cleaned restat edges; v6+ record the command's start time.
+  const bool legacy_v5 = build_log_ && build_log_->write_version() < 6;
+  bool node_cleaned = false;
+
+  TimeStamp mtime = legacy_v5 ? 0 : edge->command_start_time;
+  if (legacy_v5 || mtime == 0 || restat || generator) {
+    for (Node* output : edge->outputs) {
+      TimeStamp new_mtime = disk_->Stat(output->path, err);
+      if (new_mtime == -1) return false;
+      mtime = std::max(mtime, new_mtime);
+      if (restat && output->mtime == new_mtime) {
+        // The command left this output alone (missing before and after counts too): whatever
+        // depended only on it need not run.
+        if (!plan_.CleanNode(&scan_, output, err)) return false;
+        node_cleaned = true;
+      }
+    }
+  }
+  if (node_cleaned) {
+    if (legacy_v5) {
+      TimeStamp newest_input = 0;
+      for (size_t i = 0; i < edge->inputs.size() - edge->order_only_deps; ++i) {
+        TimeStamp input_mtime = disk_->Stat(edge->inputs[i]->path, err);
+        if (input_mtime == -1) return false;
+        newest_input = std::max(newest_input, input_mtime);
+      }
+      std::string depfile = edge->GetUnescapedDepfile();
+      if (newest_input != 0 && edge->GetBinding("deps").empty() && !depfile.empty()) {
+        TimeStamp depfile_mtime = disk_->Stat(depfile, err);
+        if (depfile_mtime == -1) return false;
+        newest_input = std::max(newest_input, depfile_mtime);
+      }
+      mtime = newest_input;
+    } else {
+      mtime = edge->command_start_time;
+    }
+    status_->PlanHasTotalEdges(plan_.command_edge_count());
+  }
+  *record_mtime = mtime;
+  return true;
+}
+
+bool Builder::ExtractDeps(Edge* edge, JobExit* result, const std::string& deps_type, std::vector<Node*>* deps_nodes,
+                          std::string* err) {
+  std::vector<std::string> paths;
+  if (deps_type == "msvc") {
+    result->output = FilterShowIncludes(result->output, edge->GetBinding("msvc_deps_prefix"), &paths);
+  } else if (deps_type == "gcc") {
+    std::string depfile = edge->GetUnescapedDepfile();
+    if (depfile.empty()) {
+      *err = "edge with deps=gcc but no depfile makes no sense";
+      return false;
+    }
+    std::string content;
+    if (disk_->ReadFile(depfile, &content, err) == DiskInterface::ReadStatus::kOtherError) return false;
+    err->clear();
+    if (content.empty()) return true;  // a missing depfile means no deps
+    DepfileParser parser;
+    if (!parser.Parse(&content, err)) return false;
+    for (std::string_view in : parser.ins) paths.emplace_back(in);
+    if (!config_.keep_depfile && disk_->RemoveFile(depfile) < 0) {
+      *err = std::string("deleting depfile: ") + strerror(errno) + "\n";
+      return false;
+    }
+  } else {
+    *err = "unknown deps type '" + deps_type + "'";
+    return false;
+  }
+  deps_nodes->reserve(paths.size());
+  for (std::string& path : paths) {
+    std::string canon_err;
+    if (!CanonicalizePath(&path, &canon_err)) continue;
+    deps_nodes->push_back(state_->GetNode(path));
+  }
+  return true;
+}
+
+bool Builder::LoadDyndeps(Node* node, std::string* err) {
+  DyndepFile ddf;
+  if (!scan_.LoadDyndeps(node, &ddf, err)) return false;
+  return plan_.DyndepsLoaded(&scan_, node, ddf, err);
+}
+
+void Builder::Cleanup() {
+  if (runner_ && !running_.empty()) {
+    int signal_to_send = runner_->interrupt_signal() ? runner_->interrupt_signal() : SIGTERM;
+    runner_->AbortAll(signal_to_send);
+    for (const auto& [id, running] : running_) {
+      Edge* edge = running.edge;
+      std::string depfile = edge->GetUnescapedDepfile();
+      for (Node* output : edge->outputs) {
+        // Delete only what the interrupted command touched: a generator that failed must not
+        // take the manifest with it. With a depfile the output cannot be trusted either way.
+        std::string stat_err;
+        TimeStamp new_mtime = disk_->Stat(output->path, &stat_err);
+        if (new_mtime == -1) status_->Error(stat_err);
+        if (!depfile.empty() || output->mtime != new_mtime) disk_->RemoveFile(output->path);
+      }
+      if (!depfile.empty()) disk_->RemoveFile(depfile);
+    }
+    running_.clear();
+  }
+  if (!lock_file_path_.empty()) {
+    std::string stat_err;
+    if (disk_->Stat(lock_file_path_, &stat_err) > 0) disk_->RemoveFile(lock_file_path_);
+  }
+}
+
+}  // namespace headroom

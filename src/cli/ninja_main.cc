@@ -1,0 +1,228 @@
+// Loading, log opening, manifest regeneration and target collection for one pass of a build.
+#include "headroom/cli/ninja_main.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "headroom/manifest/manifest_parser.h"
+#include "headroom/status/status.h"
+#include "headroom/util/messages.h"
+#include "headroom/util/path.h"
+
+namespace headroom {
+
+NinjaMain::NinjaMain(const BuildConfig& config, const Clock* clock, ProcessRunner* runner,
+                     Explanations* explanations)
+    : config_(config), clock_(clock), runner_(runner), explanations_(explanations) {}
+
+bool NinjaMain::LoadManifest(const Options& options, Status* status) {
+  ManifestParserOptions parser_options;
+  if (options.phony_cycle_should_err) parser_options.phony_cycle_action = PhonyCycleAction::kError;
+  ManifestParser parser(&state_, &disk_, parser_options);
+  std::string err;
+  if (!parser.Load(options.input_file, &err)) {
+    status->Error(err);
+    return false;
+  }
+  build_dir_ = state_.bindings.LookupVariable("builddir");
+  return true;
+}
+
+bool NinjaMain::EnsureBuildDirExists(Status* status) {
+  if (build_dir_.empty() || config_.dry_run) return true;
+  if (!disk_.MakeDirs(build_dir_ + "/.") && errno != EEXIST) {
+    status->Error("creating build directory " + build_dir_ + ": " + strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+std::string NinjaMain::LogPath(const char* name) const {
+  return build_dir_.empty() ? std::string(name) : build_dir_ + "/" + name;
+}
+
+bool NinjaMain::OpenBuildLog(Status* status, bool recompact_only) {
+  const std::string path = LogPath(".ninja_log");
+  std::string err;
+  LoadStatus loaded = build_log_.Load(path, &err);
+  if (loaded == LoadStatus::kError) {
+    status->Error("loading build log " + path + ": " + err);
+    return false;
+  }
+  if (!err.empty()) {
+    // A successful load may still carry a warning (an old version was discarded).
+    status->Warning(err);
+    err.clear();
+  }
+  if (recompact_only) {
+    if (loaded == LoadStatus::kNotFound) return true;
+    bool ok = build_log_.Recompact(path, *this, &err);
+    if (!ok) status->Error("failed recompaction: " + err);
+    return ok;
+  }
+  if (!config_.dry_run && !build_log_.OpenForWrite(path, *this, &err)) {
+    status->Error("opening build log: " + err);
+    return false;
+  }
+  return true;
+}
+
+bool NinjaMain::OpenDepsLog(Status* status, bool recompact_only) {
+  const std::string path = LogPath(".ninja_deps");
+  std::string err;
+  LoadStatus loaded = deps_log_.Load(path, &state_, &err);
+  if (loaded == LoadStatus::kError) {
+    status->Error("loading deps log " + path + ": " + err);
+    return false;
+  }
+  if (!err.empty()) {
+    status->Warning(err);
+    err.clear();
+  }
+  if (recompact_only) {
+    if (loaded == LoadStatus::kNotFound) return true;
+    bool ok = deps_log_.Recompact(path, &err);
+    if (!ok) status->Error("failed recompaction: " + err);
+    return ok;
+  }
+  if (!config_.dry_run && !deps_log_.OpenForWrite(path, &err)) {
+    status->Error("opening deps log: " + err);
+    return false;
+  }
+  return true;
+}
+
+bool NinjaMain::IsPathDead(std::string_view path) const {
+  Node* node = state_.LookupNode(path);
+  if (node && node->in_edge) return false;
+  // Outputs no longer in the manifest stay logged while the file exists: generators may still
+  // want to know about them.
+  std::string err;
+  TimeStamp mtime = disk_.Stat(std::string(path), &err);
+  if (mtime == -1) PrintError(err);
+  return mtime == 0;
+}
+
+void NinjaMain::ConfigureBuilder(Builder* builder, Status* status) {
+  builder->set_runner(runner_);
+  if (job_controller_) builder->set_job_controller(job_controller_);
+  if (build_log_.records_start_time()) builder->set_lock_file_path(LogPath(".ninja_lock"));
+  builder->plan().set_plan_size_observer([this, status](const Edge* edge, bool added) {
+    if (!added) {
+      status->EdgeRemovedFromPlan(edge);
+      return;
+    }
+    // The first output with a log entry tells how long this edge took last time (ETA).
+    int64_t previous = -1;
+    for (const Node* output : edge->outputs) {
+      if (const BuildLogEntry* entry = build_log_.LookupByOutput(output->path)) {
+        previous = entry->end_time - entry->start_time;
+        break;
+      }
+    }
+    status->EdgeAddedToPlan(edge, previous);
+  });
+}
+
+bool NinjaMain::RebuildManifest(const std::string& input_file, std::string* err, Status* status) {
+  std::string path = input_file;
+  if (path.empty()) {
+    *err = "empty path";
+    return false;
+  }
+  if (!CanonicalizePath(&path, err)) return false;
+  Node* node = state_.LookupNode(path);
+  if (!node) return false;
+
+  Builder builder(&state_, config_, &build_log_, &deps_log_, &disk_, status, clock_, explanations_);
+  ConfigureBuilder(&builder, status);
+  if (!builder.AddTarget(node, err)) return false;
+  if (builder.AlreadyUpToDate()) return false;  // nothing to do is not an error
+  if (builder.Build(err) != BuildResult::kSucceeded) return false;
+  // A restat generator may have left the manifest untouched; then there is nothing to reload.
+  if (!node->dirty) {
+    state_.Reset();
+    return false;
+  }
+  return true;
+}
+
+Node* NinjaMain::CollectTarget(const std::string& name, std::string* err) {
+  std::string path = name;
+  if (path.empty()) {
+    *err = "empty path";
+    return nullptr;
+  }
+  CanonicalizePath(&path, err);
+  // "foo.cc^" names the first output built from foo.cc.
+  bool first_dependent = false;
+  if (!path.empty() && path.back() == '^') {
+    path.pop_back();
+    first_dependent = true;
+  }
+  Node* node = state_.LookupNode(path);
+  if (!node) {
+    *err = "unknown target '" + path + "'";
+    if (path == "clean") {
+      *err += ", did you mean 'ninja -t clean'?";
+    } else if (path == "help") {
+      *err += ", did you mean 'ninja -h'?";
+    } else if (Node* suggestion = state_.SpellcheckNode(path)) {
+      *err += ", did you mean '" + suggestion->path + "'?";
+    }
+    return nullptr;
+  }
+  if (!first_dependent) return node;
+  if (node->out_edges.empty()) {
+    Node* reverse = deps_log_.GetFirstReverseDepsNode(node);
+    if (!reverse) {
+      *err = "'" + path + "' has no out edge";
+      return nullptr;
+    }
+    return reverse;
+  }
+  return node->out_edges[0]->outputs[0];
+}
+
+bool NinjaMain::CollectTargetsFromArgs(const std::vector<std::string>& args, std::vector<Node*>* targets,
+                                       std::string* err) {
+  if (args.empty()) {
+    *targets = state_.DefaultNodes(err);
+    return err->empty();
+  }
+  for (const std::string& arg : args) {
+    Node* node = CollectTarget(arg, err);
+    if (!node) return false;
+    targets->push_back(node);
+  }
+  return true;
+}
+
+int NinjaMain::RunBuild(const std::vector<std::string>& args, Status* status) {
+  std::string err;
+  std::vector<Node*> targets;
+  if (!CollectTargetsFromArgs(args, &targets, &err)) {
+    status->Error(err);
+    return 1;
+  }
+
+  Builder builder(&state_, config_, &build_log_, &deps_log_, &disk_, status, clock_, explanations_);
+  ConfigureBuilder(&builder, status);
+  for (Node* target : targets) {
+    if (!builder.AddTarget(target, &err) && !err.empty()) {
+      status->Error(err);
+      return 1;
+    }
+  }
+  if (builder.AlreadyUpToDate()) {
+    if (config_.verbosity != BuildConfig::Verbosity::kNoStatusUpdate) status->Info("no work to do.");
+    return 0;
+  }
+  BuildResult result = builder.Build(&err);
+  if (result == BuildResult::kSucceeded) return 0;
+  status->Info("build stopped: " + err + ".");
+  if (result == BuildResult::kInterrupted) return 130;
+  return builder.failure_exit_code();
+}
+
+}  // namespace headroom
