@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what a fresh Debian/Ubuntu machine lacks to build and test headroom (idempotent).
+set -euo pipefail
+
+debian_packages=(
+  g++ cmake make pkg-config git python3 python3-pip python3-venv
+  libfmt-dev nlohmann-json3-dev libspdlog-dev libcli11-dev
+  libgtest-dev libgmock-dev googletest libbenchmark-dev
+  ninja-build
+)
+
+missing=()
+for package in "${debian_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "headroom: installing ${missing[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# The reference ninja the differential tests compare against, and the test runner.
+python3 -m pip install -q --disable-pip-version-check "ninja==1.13.2" "pytest>=7" 2>/dev/null ||
+  python3 -m pip install -q --disable-pip-version-check --break-system-packages "ninja==1.13.2" "pytest>=7"
