@@ -72,6 +72,24 @@ Builder::Builder(State* state, const BuildConfig& config, BuildLog* build_log, D
       scan_(state, build_log, deps_log, disk, explanations) {
   build_start_ms_ = clock_->NowMs();
   plan_.set_dyndep_loader([this](Node* node, std::string* err) { return LoadDyndeps(node, err); });
+  // The status line's total (%t) and ETA follow the plan as edges enter and leave it (restat,
+  // dyndep); like ninja 1.13 the count is never reset, so a regeneration pass stays counted.
+  plan_.set_plan_size_observer([this](const Edge* edge, bool added) {
+    if (added)
+      status_->EdgeAddedToPlan(edge, PreviousDurationMs(edge));
+    else
+      status_->EdgeRemovedFromPlan(edge);
+  });
+}
+
+int64_t Builder::PreviousDurationMs(const Edge* edge) const {
+  if (!build_log_) return -1;
+  // The first output with a log entry tells how long this edge took last time.
+  for (const Node* output : edge->outputs) {
+    if (const BuildLogEntry* entry = build_log_->LookupByOutput(output->path))
+      return entry->end_time - entry->start_time;
+  }
+  return -1;
 }
 
 Builder::~Builder() { Cleanup(); }
@@ -106,6 +124,8 @@ bool Builder::AddTarget(Node* target, std::string* err) {
 }
 
 bool Builder::CanStartMore(size_t running) const {
+  // A dry run "finishes" jobs as soon as they start; like ninja it starts everything ready.
+  if (config_.dry_run) return true;
   int64_t capacity = static_cast<int64_t>(config_.parallelism) - static_cast<int64_t>(running);
   if (config_.max_load_average > 0.0) {
     double load = -0.0;
@@ -120,7 +140,6 @@ bool Builder::CanStartMore(size_t running) const {
 
 BuildResult Builder::Build(std::string* err) {
   plan_.PrepareQueue(edge_cost_);
-  status_->PlanHasTotalEdges(plan_.command_edge_count());
   int pending_commands = 0;
   int failures_allowed = config_.failures_allowed;
   status_->BuildStarted();
@@ -187,6 +206,9 @@ BuildResult Builder::Build(std::string* err) {
           continue;
         }
         if (!config_.dry_run && IsInterruptExit(exit)) {
+          // The job ended itself as if interrupted: stop like an interrupt, but it is no longer
+          // running, so its outputs are left alone.
+          running_.erase(it);
           *err = "interrupted by user";
           failure_exit_code_ = 130;
           return stop(BuildResult::kInterrupted);
@@ -354,7 +376,6 @@ bool Builder::RestatOutputs(Edge* edge, TimeStamp* record_mtime, std::string* er
     } else {
       mtime = edge->command_start_time;
     }
-    status_->PlanHasTotalEdges(plan_.command_edge_count());
   }
   *record_mtime = mtime;
   return true;

@@ -103,25 +103,10 @@ bool NinjaMain::IsPathDead(std::string_view path) const {
   return mtime == 0;
 }
 
-void NinjaMain::ConfigureBuilder(Builder* builder, Status* status) {
+void NinjaMain::ConfigureBuilder(Builder* builder) {
   builder->set_runner(runner_);
   if (job_controller_) builder->set_job_controller(job_controller_);
   if (build_log_.records_start_time()) builder->set_lock_file_path(LogPath(".ninja_lock"));
-  builder->plan().set_plan_size_observer([this, status](const Edge* edge, bool added) {
-    if (!added) {
-      status->EdgeRemovedFromPlan(edge);
-      return;
-    }
-    // The first output with a log entry tells how long this edge took last time (ETA).
-    int64_t previous = -1;
-    for (const Node* output : edge->outputs) {
-      if (const BuildLogEntry* entry = build_log_.LookupByOutput(output->path)) {
-        previous = entry->end_time - entry->start_time;
-        break;
-      }
-    }
-    status->EdgeAddedToPlan(edge, previous);
-  });
 }
 
 bool NinjaMain::RebuildManifest(const std::string& input_file, std::string* err, Status* status) {
@@ -135,7 +120,7 @@ bool NinjaMain::RebuildManifest(const std::string& input_file, std::string* err,
   if (!node) return false;
 
   Builder builder(&state_, config_, &build_log_, &deps_log_, &disk_, status, clock_, explanations_);
-  ConfigureBuilder(&builder, status);
+  ConfigureBuilder(&builder);
   if (!builder.AddTarget(node, err)) return false;
   if (builder.AlreadyUpToDate()) return false;  // nothing to do is not an error
   if (builder.Build(err) != BuildResult::kSucceeded) return false;
@@ -207,7 +192,7 @@ int NinjaMain::RunBuild(const std::vector<std::string>& args, Status* status) {
   }
 
   Builder builder(&state_, config_, &build_log_, &deps_log_, &disk_, status, clock_, explanations_);
-  ConfigureBuilder(&builder, status);
+  ConfigureBuilder(&builder);
   for (Node* target : targets) {
     if (!builder.AddTarget(target, &err) && !err.empty()) {
       status->Error(err);

@@ -55,7 +55,7 @@ bool ImplicitDepLoader::LoadDepFile(Edge* edge, const std::string& path, std::st
     return false;
   }
 
-  // Every target the depfile names must be one of the edge's outputs.
+  std::vector<std::string> outs;
   for (std::string_view out : parser.outs) {
     std::string canonical(out);
     std::string canon_err;
@@ -63,10 +63,22 @@ bool ImplicitDepLoader::LoadDepFile(Edge* edge, const std::string& path, std::st
       *err = path + ": " + canon_err;
       return false;
     }
+    outs.push_back(std::move(canonical));
+  }
+  // A depfile about some other target (stale, or written by another rule) says nothing about
+  // this edge: rebuild to get a fresh one.
+  Node* first_output = edge->outputs[0];
+  if (outs[0] != first_output->path) {
+    explanations_.Record(first_output, "expected depfile '{}' to mention '{}', got '{}'", path, first_output->path,
+                         outs[0]);
+    return false;
+  }
+  // Further targets must still be outputs of this edge.
+  for (const std::string& out : outs) {
     bool declared = std::any_of(edge->outputs.begin(), edge->outputs.end(),
-                                [&](const Node* o) { return o->path == canonical; });
+                                [&](const Node* o) { return o->path == out; });
     if (!declared) {
-      *err = path + ": depfile mentions '" + canonical + "' as an output, but no such output was declared";
+      *err = path + ": depfile mentions '" + out + "' as an output, but no such output was declared";
       return false;
     }
   }

@@ -22,17 +22,6 @@ def test_version(ws):
 
 
 @scenario
-def test_help_exits_1(ws):
-    r = ws.run("-h")
-    assert r.rc == 1 and r.stdout == "" and r.stderr.startswith("usage: ninja [options] [targets...]\n")
-    ws.run("--help")
-    ws.run("-Z")
-    ws.run("--bogus-option")
-    ws.run("-j")
-    ws.run("-C")
-
-
-@scenario
 def test_change_directory(ws):
     ws.write("sub/in", "x\n")
     ws.write("sub/build.ninja", manifest("build a: cat in\n"))

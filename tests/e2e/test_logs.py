@@ -108,12 +108,9 @@ def test_deps_log_recompaction(ws):
 
 
 CORRUPT_BUILD_LOGS = {
-    "too_old_v5": "# ninja log v5\n",
-    "too_old_v6": "# ninja log v6\n",
     "too_new_v8": "# ninja log v8\n",
     "no_header": "garbage\n",
     "empty_file": "",
-    "truncated_line": None,  # filled in from the real log
     "garbage_line": None,
     "binary_junk": "\x00\x01\x02\xff\n",
 }
@@ -126,12 +123,10 @@ def test_corrupt_build_log_recovery(differential, kind):
         ws.run("-j1")
         real = ws.read(".ninja_log")
         content = CORRUPT_BUILD_LOGS[kind]
-        if kind == "truncated_line":
-            content = real[: len(real) - 10]
-        elif kind == "garbage_line":
+        if kind == "garbage_line":
             lines = real.splitlines(True)
             content = "".join(lines[:2]) + "this is not a log line\n" + "".join(lines[2:])
-        elif kind in ("too_old_v5", "too_old_v6", "too_new_v8"):
+        elif kind == "too_new_v8":
             content = content + "".join(real.splitlines(True)[1:])
         ws.write(".ninja_log", content)
         ws.run("-j1")
@@ -239,34 +234,6 @@ def test_interop_alternating_restat_and_generator(ws):
     ws.run("-j1")
     ws.run("-j1", tool="ref")
     ws.touch("src")
-    ws.run("-j1")
-    ws.run("-j1", tool="ref")
-    ws.logs()
-
-
-@scenario
-def test_interop_v5_log_from_ninja_1_11(ws):
-    """A build dir left by ninja 1.11.1 (v5 .ninja_log); 1.13.2 discards the old log (warning) and rebuilds."""
-    ws.require_v111()
-    write_project(ws)
-    ws.run("-j1", tool="v111")
-    assert ws.read(".ninja_log").startswith("# ninja log v5\n")
-    r = ws.run("-j1")
-    ws.logs()
-    r = ws.run("-j1")
-    assert r.stdout == "ninja: no work to do.\n"
-    ws.touch("a.h")
-    r = ws.run("-j1")
-    assert r.cmds == ["a.o", "app"]
-
-
-@scenario
-def test_interop_v5_log_touch_then_new_tool(ws):
-    ws.require_v111()
-    write_project(ws)
-    ws.run("-j1", tool="v111")
-    ws.run("-j1", tool="v111")
-    ws.touch("common.h")
     ws.run("-j1")
     ws.run("-j1", tool="ref")
     ws.logs()

@@ -19,6 +19,9 @@ using testing::VirtualFileSystem;
 class RecordingStatus : public Status {
  public:
   void PlanHasTotalEdges(int total) override { totals.push_back(total); }
+  void EdgeAddedToPlan(const Edge*, int64_t) override { totals.push_back(++total); }
+  void EdgeRemovedFromPlan(const Edge*) override { totals.push_back(--total); }
+  int total = 0;
   void BuildEdgeStarted(const Edge* edge, int64_t) override { started.push_back(edge->outputs[0]->path); }
   void BuildEdgeFinished(Edge* edge, int64_t, int64_t, bool success, int exit_code,
                          const std::string& output) override {
@@ -181,11 +184,10 @@ TEST_F(BuildTest, RestatCleansDependentsWhenOutputUnchanged) {
   RunAndCollect("out");
   fs_.Create("in");
   status_.totals.clear();
+  status_.total = 0;
   EXPECT_EQ((std::vector<std::string>{"keep mid"}), RunAndCollect("out"));
   // %t shrinks when restat removes work from the plan.
-  ASSERT_GE(status_.totals.size(), 2u);
-  EXPECT_EQ(2, status_.totals.front());
-  EXPECT_EQ(1, status_.totals.back());
+  EXPECT_EQ((std::vector<int>{1, 2, 1}), status_.totals);
 }
 
 TEST_F(BuildTest, FailureStopsBuildWithJobExitCode) {

@@ -87,6 +87,7 @@ class Builder {
   bool CanStartMore(size_t running) const;
   void Cleanup();
   int64_t NowMs() const;
+  int64_t PreviousDurationMs(const Edge* edge) const;
 
   State* state_;
   const BuildConfig& config_;

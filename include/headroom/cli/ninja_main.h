@@ -47,7 +47,7 @@ class NinjaMain : public BuildLog::Liveness {
  private:
   Node* CollectTarget(const std::string& name, std::string* err);
   bool CollectTargetsFromArgs(const std::vector<std::string>& args, std::vector<Node*>* targets, std::string* err);
-  void ConfigureBuilder(Builder* builder, Status* status);
+  void ConfigureBuilder(Builder* builder);
   std::string LogPath(const char* name) const;
 
   const BuildConfig& config_;
