@@ -156,6 +156,7 @@ BuildResult Builder::Build(std::string* err) {
       for (;;) {
         size_t running = static_cast<size_t>(pending_commands);
         if (!CanStartMore(running)) break;
+        if (!config_.dry_run) controller_->BeginPass();
         Edge* edge = plan_.FindWork([&](Edge* candidate) {
           return candidate->is_phony() || config_.dry_run || controller_->MayStart(candidate, running);
         });
@@ -199,7 +200,7 @@ BuildResult Builder::Build(std::string* err) {
         --pending_commands;
         auto it = running_.find(exit.id);
         Edge* edge = it->second.edge;
-        if (!config_.dry_run && controller_->JobFinished(edge, exit)) {
+        if (!config_.dry_run && controller_->JobFinished(edge, &exit)) {
           // Requeued (e.g. OOM-killed): it will run again; nothing of this attempt is kept.
           running_.erase(it);
           plan_.Requeue(edge);

@@ -17,6 +17,8 @@
 #include "headroom/cli/ninja_main.h"
 #include "headroom/cli/options.h"
 #include "headroom/exec/process_runner.h"
+#include "headroom/memory/job_meter.h"
+#include "headroom/memory/memory_probe.h"
 #include "headroom/status/status_printer.h"
 #include "headroom/tools/tool.h"
 #include "headroom/util/messages.h"
@@ -125,8 +127,18 @@ int RunCli(int argc, char** argv) {
   }
 
   std::unique_ptr<ProcessRunner> runner = config.dry_run ? nullptr : MakePosixProcessRunner();
+  // Memory observation is set up once per process: cgroup discovery and the per-build cgroup.
+  std::unique_ptr<MemoryProbe> probe;
+  std::unique_ptr<JobMeter> meter;
+  if (config.memory.enabled && !config.dry_run && !tool) {
+    MemoryProbeOptions probe_options;
+    probe_options.clock = &clock;
+    probe = std::make_unique<MemoryProbe>(probe_options);
+    meter = std::make_unique<JobMeter>(probe->layout());
+  }
   for (int cycle = 1; cycle <= kCycleLimit; ++cycle) {
     NinjaMain ninja(config, &clock, runner.get(), explain);
+    if (probe) ninja.set_memory_services(MemoryServices{probe.get(), meter.get()}, &status);
     if (!ninja.LoadManifest(options, &status)) return 1;
     if (tool && tool->phase == Tool::Phase::kAfterLoad) return RunTool(*tool, &ninja, options, config, &status);
     if (!ninja.EnsureBuildDirExists(&status)) return 1;

@@ -4,7 +4,14 @@
 #include <errno.h>
 #include <string.h>
 
+#include <sys/stat.h>
+
+#include "headroom/admission/memory_controller.h"
+#include "headroom/estimator/estimator.h"
+#include "headroom/history/history_store.h"
 #include "headroom/manifest/manifest_parser.h"
+#include "headroom/memory/job_meter.h"
+#include "headroom/memory/memory_probe.h"
 #include "headroom/status/status.h"
 #include "headroom/util/messages.h"
 #include "headroom/util/path.h"
@@ -14,6 +21,26 @@ namespace headroom {
 NinjaMain::NinjaMain(const BuildConfig& config, const Clock* clock, ProcessRunner* runner,
                      Explanations* explanations)
     : config_(config), clock_(clock), runner_(runner), explanations_(explanations) {}
+
+NinjaMain::~NinjaMain() = default;
+
+MemoryController* NinjaMain::EnsureMemoryController() {
+  if (!memory_.probe || !memory_.meter) return nullptr;
+  if (memory_controller_) return memory_controller_.get();
+  history_ = std::make_unique<HistoryStore>();
+  std::string warning = history_->Open(LogPath(HistoryStore::kFileName));
+  if (!warning.empty()) status_->Warning(warning);
+  // Linkers are estimated from the sizes of what they read.
+  FileSizeFn sizes = [](const std::string& path) -> std::optional<uint64_t> {
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0) return std::nullopt;
+    return static_cast<uint64_t>(st.st_size);
+  };
+  estimator_ = std::make_unique<Estimator>(history_.get(), sizes);
+  MemoryController::Parts parts{memory_.probe, memory_.meter, estimator_.get(), &build_log_, status_, clock_};
+  memory_controller_ = std::make_unique<MemoryController>(parts, config_.memory, config_.explain);
+  return memory_controller_.get();
+}
 
 bool NinjaMain::LoadManifest(const Options& options, Status* status) {
   ManifestParserOptions parser_options;
@@ -105,7 +132,10 @@ bool NinjaMain::IsPathDead(std::string_view path) const {
 
 void NinjaMain::ConfigureBuilder(Builder* builder) {
   builder->set_runner(runner_);
-  if (job_controller_) builder->set_job_controller(job_controller_);
+  if (MemoryController* memory = EnsureMemoryController()) {
+    builder->set_job_controller(memory);
+    builder->set_edge_cost([memory](const Edge* edge) { return memory->EdgeCost(edge); });
+  }
   if (build_log_.records_start_time()) builder->set_lock_file_path(LogPath(".ninja_lock"));
 }
 

@@ -384,7 +384,7 @@ TEST_F(BuildTest, JobControllerCanHoldJobsBackButProgressContinues) {
 
 class RequeueOnce : public JobController {
  public:
-  bool JobFinished(Edge* edge, const JobExit& exit) override { return requeues++ == 0; }
+  bool JobFinished(Edge* edge, JobExit* exit) override { return requeues++ == 0; }
   int requeues = 0;
 };
 

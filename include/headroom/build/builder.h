@@ -29,14 +29,17 @@ class Status;
 class JobController {
  public:
   virtual ~JobController() = default;
+  // A new walk over the ready edges begins (MayStart follows for each, in priority order).
+  virtual void BeginPass() {}
   // Asked for each ready edge in priority order; `running` counts jobs in flight.
   virtual bool MayStart(Edge* edge, size_t running) { return true; }
   // Options for starting the job (e.g. a cgroup to join).
   virtual JobStartOptions PrepareJob(Edge* edge) { return {}; }
   virtual void JobStarted(Edge* edge, JobId id, ProcessRunner* runner) {}
   // Called for every finished job before its result is used. Returning true requeues the edge
-  // (its output is dropped) instead of finishing it.
-  virtual bool JobFinished(Edge* edge, const JobExit& exit) { return false; }
+  // (its output is dropped) instead of finishing it. May append to exit->output (e.g. why a job
+  // that ran out of memory finally failed).
+  virtual bool JobFinished(Edge* edge, JobExit* exit) { return false; }
   // How long the builder may block waiting for jobs (-1 = until one finishes).
   virtual int TickIntervalMs() const { return -1; }
   // Periodic work while jobs run; may signal or kill jobs through the runner.

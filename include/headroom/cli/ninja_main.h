@@ -19,6 +19,17 @@ namespace headroom {
 
 class Status;
 class ProcessRunner;
+class MemoryProbe;
+class JobMeter;
+class HistoryStore;
+class Estimator;
+class MemoryController;
+
+// Process-wide memory observers, shared by every pass of the regeneration loop.
+struct MemoryServices {
+  MemoryProbe* probe = nullptr;
+  JobMeter* meter = nullptr;
+};
 
 class NinjaMain : public BuildLog::Liveness {
  public:
@@ -42,19 +53,30 @@ class NinjaMain : public BuildLog::Liveness {
   DepsLog& deps_log() { return deps_log_; }
   DiskInterface& disk() { return disk_; }
   const std::string& build_dir() const { return build_dir_; }
-  void set_job_controller(JobController* controller) { job_controller_ = controller; }
+  // Turns memory-aware scheduling on for the builds this pass runs.
+  void set_memory_services(const MemoryServices& services, Status* status) {
+    memory_ = services;
+    status_ = status;
+  }
+  MemoryController* memory_controller() const { return memory_controller_.get(); }
+  ~NinjaMain() override;
 
  private:
   Node* CollectTarget(const std::string& name, std::string* err);
   bool CollectTargetsFromArgs(const std::vector<std::string>& args, std::vector<Node*>* targets, std::string* err);
   void ConfigureBuilder(Builder* builder);
+  MemoryController* EnsureMemoryController();
   std::string LogPath(const char* name) const;
 
   const BuildConfig& config_;
   const Clock* clock_;
   ProcessRunner* runner_;
   Explanations* explanations_;
-  JobController* job_controller_ = nullptr;
+  MemoryServices memory_;
+  Status* status_ = nullptr;
+  std::unique_ptr<HistoryStore> history_;
+  std::unique_ptr<Estimator> estimator_;
+  std::unique_ptr<MemoryController> memory_controller_;
   State state_;
   RealDiskInterface disk_;
   BuildLog build_log_;

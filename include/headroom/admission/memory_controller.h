@@ -1,0 +1,121 @@
+// MemoryController: the builder's JobController when memory awareness is on. It joins the pieces:
+// estimates (estimator + history), admission by predicted peak, per-job measurement (JobMeter),
+// the safety net (freeze / kill-and-requeue), OOM requeues, and what the user sees about memory.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "headroom/admission/admission_policy.h"
+#include "headroom/admission/safety_net.h"
+#include "headroom/build/builder.h"
+#include "headroom/estimator/estimator.h"
+#include "headroom/memory/job_meter.h"
+#include "headroom/memory/memory_probe.h"
+
+namespace headroom {
+
+class BuildLog;
+class Clock;
+class Status;
+
+// Counters for the end-of-build summary and the report.
+struct MemoryDecisions {
+  int jobs_waited = 0;           // jobs that had to wait for memory at least once
+  int64_t wait_ms_total = 0;     // summed time jobs spent waiting for memory
+  int freezes = 0;
+  int safety_kills = 0;
+  int oom_kills = 0;
+  int requeues = 0;
+  int over_budget_starts = 0;    // jobs started alone although they did not fit
+  uint64_t peak_used_bytes = 0;  // the largest memory in use seen while the build ran
+  uint64_t budget_bytes = 0;
+  bool anything_happened() const {
+    return jobs_waited || freezes || safety_kills || oom_kills || requeues || over_budget_starts;
+  }
+};
+
+class MemoryController : public JobController {
+ public:
+  struct Parts {
+    MemoryProbe* probe;
+    JobMeter* meter;
+    Estimator* estimator;
+    const BuildLog* build_log;  // the command hash of an edge, as the log computes it
+    Status* status;
+    const Clock* clock;
+  };
+
+  MemoryController(Parts parts, const MemoryConfig& config, bool explain);
+
+  void BeginPass() override;
+  bool MayStart(Edge* edge, size_t running) override;
+  JobStartOptions PrepareJob(Edge* edge) override;
+  void JobStarted(Edge* edge, JobId id, ProcessRunner* runner) override;
+  bool JobFinished(Edge* edge, JobExit* exit) override;
+  int TickIntervalMs() const override;
+  void Tick(ProcessRunner* runner) override;
+  void BuildEnded() override;
+
+  // Critical-path cost of an edge: its predicted duration when history knows it (ms), else 1.
+  int64_t EdgeCost(const Edge* edge);
+
+  const MemoryDecisions& decisions() const { return decisions_; }
+  uint64_t budget_bytes() const { return budget_bytes_; }
+
+ private:
+  struct EdgeState {
+    Estimate estimate;
+    JobDescription description;
+    std::string command, output, rule, rspfile_content, hint;  // owned storage the description points into
+    int memory_failures = 0;
+    bool must_run_alone = false;
+    int64_t waiting_since_ms = -1;  // when it started waiting for memory; -1 when not waiting
+    bool explained_wait = false;
+  };
+  struct Running {
+    Edge* edge = nullptr;
+    JobId runner_id = -1;
+    int meter_key = 0;
+    bool safety_killed = false;
+    bool frozen_by_signal = false;  // SIGSTOP rather than a cgroup freezer
+    RunningJob job;
+  };
+
+  EdgeState& StateFor(const Edge* edge);
+  MemoryReading Read();
+  Candidate CandidateFor(const Edge* edge, EdgeState& state, int64_t now) const;
+  void NoteWait(const Edge* edge, EdgeState& state, const AdmissionDecision& decision, int64_t now);
+  void NoteAdmitted(const Edge* edge, EdgeState& state, const AdmissionDecision& decision, int64_t now);
+  void ApplySafetyAction(const SafetyAction& action, ProcessRunner* runner);
+  std::vector<RunningJob> RunningJobs() const;
+  Running* FindByKey(uint64_t key);
+  bool HandleMemoryFailure(Edge* edge, EdgeState& state, const JobMemoryResult& result, bool safety_killed,
+                           JobExit* exit);
+  void PublishStatus(const MemoryReading& reading);
+  void Explain(const std::string& message) const;
+  void PrintWarnings();
+
+  Parts parts_;
+  MemoryConfig config_;
+  bool explain_;
+  AdmissionPolicy policy_;
+  SafetyNet safety_;
+  uint64_t budget_bytes_ = 0;
+  std::unordered_map<const Edge*, EdgeState> edges_;
+  std::map<JobId, Running> running_;  // by runner id; iteration order = start order (ids increase)
+  int next_meter_key_ = 1;
+  int pending_meter_key_ = 0;
+  // The current admission pass: once the head waited too long, nothing may overtake it.
+  bool pass_head_seen_ = false;
+  bool pass_blocked_ = false;
+  MemoryReading pass_reading_;
+  std::vector<RunningJob> pass_jobs_;
+  int waiting_now_ = 0;
+  MemoryDecisions decisions_;
+};
+
+}  // namespace headroom

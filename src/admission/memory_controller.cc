@@ -1,0 +1,331 @@
+// The memory-aware JobController: estimates, admission, measurement, safety net and OOM requeues,
+// wired into the builder's seam. Decisions are made by AdmissionPolicy/SafetyNet (pure logic);
+// this file gathers their inputs and carries out what they decide.
+#include "headroom/admission/memory_controller.h"
+
+#include <signal.h>
+
+#include <algorithm>
+
+#include "headroom/estimator/size.h"
+#include "headroom/graph/graph.h"
+#include "headroom/logs/build_log.h"
+#include "headroom/status/status.h"
+#include "headroom/util/clock.h"
+
+namespace headroom {
+
+namespace {
+
+AdmissionConfig MakeAdmissionConfig(const MemoryConfig& config) {
+  AdmissionConfig admission;
+  admission.budget_bytes = config.budget_bytes;
+  admission.reserve_bytes = config.reserve_bytes;
+  return admission;
+}
+
+PeakMethod ToPeakMethod(PeakSource source) {
+  switch (source) {
+    case PeakSource::kCgroup:
+      return PeakMethod::kCgroup;
+    case PeakSource::kSampled:
+      return PeakMethod::kProcessTree;
+    case PeakSource::kRusage:
+      return PeakMethod::kRusage;
+    case PeakSource::kNone:
+      break;
+  }
+  return PeakMethod::kUnknown;
+}
+
+}  // namespace
+
+MemoryController::MemoryController(Parts parts, const MemoryConfig& config, bool explain)
+    : parts_(parts),
+      config_(config),
+      explain_(explain),
+      policy_(MakeAdmissionConfig(config)),
+      safety_(policy_) {
+  MemoryReading first = parts_.probe->Read(parts_.clock->NowMs());
+  if (config_.budget_fraction > 0 && first.limit_bytes > 0) {
+    // "--mem-budget=80%" is a share of what the machine or cgroup allows, fixed for this build.
+    config_.budget_bytes = static_cast<uint64_t>(config_.budget_fraction * static_cast<double>(first.limit_bytes));
+    policy_ = AdmissionPolicy(MakeAdmissionConfig(config_));
+  }
+  budget_bytes_ = policy_.Budget(first);
+  decisions_.budget_bytes = budget_bytes_;
+  PrintWarnings();
+}
+
+void MemoryController::PrintWarnings() {
+  for (const std::string& warning : parts_.probe->TakeWarnings()) parts_.status->Warning(warning);
+  for (const std::string& warning : parts_.meter->TakeWarnings()) parts_.status->Warning(warning);
+}
+
+void MemoryController::Explain(const std::string& message) const {
+  if (!explain_) return;
+  fflush(stdout);
+  fprintf(stderr, "ninja explain: %s\n", message.c_str());
+}
+
+MemoryController::EdgeState& MemoryController::StateFor(const Edge* edge) {
+  auto [it, inserted] = edges_.try_emplace(edge);
+  EdgeState& state = it->second;
+  if (!inserted) return state;
+  // Everything the estimate depends on is evaluated once per edge and kept.
+  state.command = edge->EvaluateCommand();
+  state.output = edge->outputs.empty() ? std::string() : edge->outputs[0]->path;
+  state.rule = edge->rule->name();
+  state.rspfile_content = edge->GetBinding("rspfile_content");
+  state.hint = edge->GetBinding("headroom_mem");
+  JobDescription& job = state.description;
+  job.output = state.output;
+  job.command = state.command;
+  job.command_hash = parts_.build_log ? parts_.build_log->HashCommand(edge->EvaluateCommand(true)) : 0;
+  job.rule = state.rule;
+  job.rspfile_content = state.rspfile_content;
+  if (!state.hint.empty()) job.mem_hint = std::string_view(state.hint);
+  state.estimate = parts_.estimator->Predict(job);
+  return state;
+}
+
+int64_t MemoryController::EdgeCost(const Edge* edge) {
+  if (edge->is_phony()) return 0;
+  const Estimate& estimate = StateFor(edge).estimate;
+  // The critical path is weighed in seconds of known duration with every job counting at least 1:
+  // without history (or with only quick jobs) the order is exactly ninja's edge-count order, and
+  // long jobs (a heavy nvcc compile, a link) pull their chains forward once history knows them.
+  return std::max<int64_t>(1, (estimate.duration_ms + 500) / 1000);
+}
+
+MemoryReading MemoryController::Read() {
+  MemoryReading reading = parts_.probe->Read(parts_.clock->NowMs());
+  if (reading.used_bytes > decisions_.peak_used_bytes) decisions_.peak_used_bytes = reading.used_bytes;
+  return reading;
+}
+
+std::vector<RunningJob> MemoryController::RunningJobs() const {
+  std::vector<RunningJob> jobs;
+  jobs.reserve(running_.size());
+  for (const auto& [id, running] : running_) jobs.push_back(running.job);
+  return jobs;
+}
+
+Candidate MemoryController::CandidateFor(const Edge* edge, EdgeState& state, int64_t now) const {
+  Candidate candidate;
+  candidate.id = edge->id;
+  candidate.class_key = state.estimate.class_key;
+  candidate.predicted_peak = state.estimate.peak_bytes;
+  candidate.unknown_heavy = state.estimate.unknown_heavy;
+  candidate.must_run_alone = state.must_run_alone;
+  candidate.ready_since_ms = state.waiting_since_ms >= 0 ? state.waiting_since_ms : now;
+  return candidate;
+}
+
+void MemoryController::BeginPass() {
+  pass_head_seen_ = false;
+  pass_blocked_ = false;
+  // One reading per pass: a pass admits at most one job, and the next pass reads again, so every
+  // admission sees memory as it is after the previous one.
+  pass_reading_ = Read();
+  pass_jobs_ = RunningJobs();
+}
+
+bool MemoryController::MayStart(Edge* edge, size_t running) {
+  const int64_t now = parts_.clock->NowMs();
+  EdgeState& state = StateFor(edge);
+  if (pass_blocked_) {
+    NoteWait(edge, state, AdmissionDecision{false, WaitKind::kMemory, false, "a heavier job has waited too long"},
+             now);
+    return false;
+  }
+  const AdmissionDecision decision = policy_.Decide(pass_reading_, pass_jobs_, CandidateFor(edge, state, now), now);
+  if (decision.admit) {
+    NoteAdmitted(edge, state, decision, now);
+    return true;
+  }
+  // Lighter jobs may overtake a head that waits for memory, but not forever.
+  if (!pass_head_seen_) {
+    pass_head_seen_ = true;
+    if (state.waiting_since_ms >= 0 && now - state.waiting_since_ms >= policy_.config().starvation_ms &&
+        decision.wait == WaitKind::kMemory)
+      pass_blocked_ = true;
+  }
+  NoteWait(edge, state, decision, now);
+  return false;
+}
+
+void MemoryController::NoteWait(const Edge* edge, EdgeState& state, const AdmissionDecision& decision, int64_t now) {
+  if (state.waiting_since_ms < 0) {
+    state.waiting_since_ms = now;
+    ++decisions_.jobs_waited;
+    ++waiting_now_;
+  }
+  if (!state.explained_wait) {
+    state.explained_wait = true;
+    Explain("waiting for memory: " + state.output + ": " + decision.reason);
+  }
+}
+
+void MemoryController::NoteAdmitted(const Edge* edge, EdgeState& state, const AdmissionDecision& decision,
+                                    int64_t now) {
+  if (state.waiting_since_ms >= 0) {
+    decisions_.wait_ms_total += now - state.waiting_since_ms;
+    state.waiting_since_ms = -1;
+    --waiting_now_;
+  }
+  state.explained_wait = false;
+  if (decision.over_budget) {
+    ++decisions_.over_budget_starts;
+    parts_.status->Warning("'" + state.output + "' is expected to need ~" + FormatBytes(state.estimate.peak_bytes) +
+                           ", more than the " + FormatBytes(budget_bytes_) +
+                           " memory budget allows; running it alone");
+  }
+}
+
+JobStartOptions MemoryController::PrepareJob(Edge* edge) {
+  pending_meter_key_ = next_meter_key_++;
+  JobStartOptions options;
+  options.cgroup_dir = parts_.meter->PrepareJob(pending_meter_key_);
+  return options;
+}
+
+void MemoryController::JobStarted(Edge* edge, JobId id, ProcessRunner* runner) {
+  const int64_t now = parts_.clock->NowMs();
+  EdgeState& state = StateFor(edge);
+  Running running;
+  running.edge = edge;
+  running.runner_id = id;
+  running.meter_key = pending_meter_key_;
+  running.job.id = static_cast<uint64_t>(pending_meter_key_);
+  running.job.class_key = state.estimate.class_key;
+  running.job.predicted_peak = state.estimate.peak_bytes;
+  running.job.started_ms = now;
+  running.job.last_growth_ms = now;
+  running.job.runs_alone = state.must_run_alone;
+  running.job.heavy = state.estimate.peak_bytes >= policy_.config().heavy_threshold;
+  parts_.meter->JobStarted(pending_meter_key_, runner->ProcessGroupOf(id));
+  running_.emplace(id, std::move(running));
+}
+
+int MemoryController::TickIntervalMs() const { return running_.empty() ? -1 : kDefaultSampleIntervalMs; }
+
+MemoryController::Running* MemoryController::FindByKey(uint64_t key) {
+  for (auto& [id, running] : running_) {
+    if (static_cast<uint64_t>(running.meter_key) == key) return &running;
+  }
+  return nullptr;
+}
+
+void MemoryController::Tick(ProcessRunner* runner) {
+  if (running_.empty()) return;
+  const int64_t now = parts_.clock->NowMs();
+  parts_.meter->Sample();
+  for (auto& [id, running] : running_) {
+    MemoryTrack::Observe(&running.job, parts_.meter->CurrentBytes(running.meter_key), now);
+  }
+  const MemoryReading reading = Read();
+  for (const SafetyAction& action : safety_.Decide(reading, RunningJobs(), now)) ApplySafetyAction(action, runner);
+  PublishStatus(reading);
+  PrintWarnings();
+}
+
+void MemoryController::ApplySafetyAction(const SafetyAction& action, ProcessRunner* runner) {
+  Running* running = FindByKey(action.job_id);
+  if (!running) return;
+  switch (action.kind) {
+    case SafetyAction::Kind::kFreeze:
+      if (running->job.frozen) return;
+      // The cgroup freezer stops the whole tree at once; without it the process group is stopped.
+      running->frozen_by_signal = !parts_.meter->Freeze(running->meter_key);
+      if (running->frozen_by_signal) runner->SignalJob(running->runner_id, SIGSTOP);
+      running->job.frozen = true;
+      ++decisions_.freezes;
+      Explain("froze '" + running->edge->outputs[0]->path + "': " + action.reason);
+      break;
+    case SafetyAction::Kind::kThaw:
+      if (!running->job.frozen) return;
+      if (running->frozen_by_signal)
+        runner->SignalJob(running->runner_id, SIGCONT);
+      else
+        parts_.meter->Thaw(running->meter_key);
+      running->job.frozen = false;
+      Explain("thawed '" + running->edge->outputs[0]->path + "': " + action.reason);
+      break;
+    case SafetyAction::Kind::kKill:
+      running->safety_killed = true;
+      ++decisions_.safety_kills;
+      // A stopped process group must be continued for SIGKILL to take effect promptly everywhere.
+      runner->SignalJob(running->runner_id, SIGKILL);
+      if (running->job.frozen) {
+        if (running->frozen_by_signal)
+          runner->SignalJob(running->runner_id, SIGCONT);
+        else
+          parts_.meter->Thaw(running->meter_key);
+      }
+      Explain("killed '" + running->edge->outputs[0]->path + "' to save the build: " + action.reason);
+      break;
+  }
+}
+
+bool MemoryController::JobFinished(Edge* edge, JobExit* exit) {
+  auto it = running_.find(exit->id);
+  if (it == running_.end()) return false;
+  Running running = std::move(it->second);
+  running_.erase(it);
+  EdgeState& state = StateFor(edge);
+
+  JobExit metered = *exit;
+  metered.id = running.meter_key;
+  const JobMemoryResult result = parts_.meter->Finish(metered);
+
+  HistoryRecord record;
+  record.peak_bytes = std::max(result.peak_bytes, running.job.peak_rss);
+  record.duration_ms = exit->wall_ms;
+  record.method = ToPeakMethod(result.peak_source);
+  record.outcome = running.safety_killed      ? JobOutcome::kSafetyKilled
+                   : result.oom.oom_killed    ? JobOutcome::kOomKilled
+                                              : JobOutcome::kCompleted;
+  std::string learn_error;
+  if (!parts_.estimator->Learn(state.description, record, &learn_error) && !learn_error.empty())
+    parts_.status->Warning("recording memory history: " + learn_error);
+
+  if (record.outcome == JobOutcome::kCompleted) return false;
+  return HandleMemoryFailure(edge, state, result, running.safety_killed, exit);
+}
+
+bool MemoryController::HandleMemoryFailure(Edge* edge, EdgeState& state, const JobMemoryResult& result,
+                                           bool safety_killed, JobExit* exit) {
+  if (!safety_killed) ++decisions_.oom_kills;
+  ++state.memory_failures;
+  const uint64_t peak = result.peak_bytes;
+  RequeueDecision decision =
+      DecideRequeue(state.memory_failures, peak, state.estimate.peak_bytes, budget_bytes_, !safety_killed);
+  if (decision.kind == RequeueDecision::Kind::kGiveUp) {
+    std::string reason = safety_killed ? "headroom stopped it to keep the machine alive"
+                                       : "the kernel's OOM killer ended it (" + result.oom.explanation + ")";
+    if (!exit->output.empty() && exit->output.back() != '\n') exit->output.push_back('\n');
+    exit->output += "headroom: " + reason + "; " + decision.message + "\n";
+    return false;
+  }
+  ++decisions_.requeues;
+  state.estimate.peak_bytes = std::max(state.estimate.peak_bytes, decision.new_estimate);
+  state.must_run_alone = decision.kind == RequeueDecision::Kind::kRetryAlone;
+  parts_.status->Warning(decision.message);
+  return true;
+}
+
+void MemoryController::PublishStatus(const MemoryReading& reading) {
+  MemoryStatus status;
+  status.used_bytes = reading.used_bytes;
+  status.budget_bytes = budget_bytes_;
+  status.jobs_waiting_for_memory = waiting_now_;
+  parts_.status->UpdateMemory(status);
+}
+
+void MemoryController::BuildEnded() {
+  // Whatever still runs here is being aborted; its measurements do not teach anything.
+  running_.clear();
+}
+
+}  // namespace headroom
