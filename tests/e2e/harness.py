@@ -30,6 +30,8 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 HEADROOM_VERSION = "1.13.2"
 # Files the harness reports through dedicated observations rather than the file snapshot.
 LOG_FILES = (".ninja_log", ".ninja_deps")
+# headroom's own memory history lives beside the logs; it is not part of what ninja produces.
+HEADROOM_FILES = (".headroom_history",)
 CMDS_LOG = "cmds.log"
 TIMESTAMP_RE = re.compile(r"(?<![0-9])[0-9]{16,20}(?![0-9])")
 
@@ -312,6 +314,8 @@ class Workspace:
                 out[rel + "/"] = "<dir>"
             for name in filenames:
                 rel = os.path.normpath(os.path.join(rel_dir, name))
+                if name in HEADROOM_FILES:
+                    continue
                 if not include_logs and (name in LOG_FILES or rel == CMDS_LOG):
                     continue
                 full = os.path.join(dirpath, name)
