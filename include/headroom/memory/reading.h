@@ -14,6 +14,14 @@ struct MemoryReading {
   double pressure_some_pct = 0.0;  // memory PSI "some" over a short window (percent of wall time stalled).
   double pressure_full_pct = 0.0;
   bool from_cgroup = false;        // the cgroup was tighter than the machine.
+
+  // The parts the figures above were made from (0 = unknown or not set), for diagnostics and logs.
+  uint64_t mem_total_bytes = 0;       // /proc/meminfo MemTotal (host-wide inside containers)
+  uint64_t mem_available_bytes = 0;   // /proc/meminfo MemAvailable
+  uint64_t cgroup_max_bytes = 0;      // tightest memory.max / memory.limit_in_bytes over own + ancestors
+  uint64_t cgroup_high_bytes = 0;     // tightest v2 memory.high (throttling starts there)
+  uint64_t cgroup_usage_bytes = 0;    // usage minus inactive file pages, at the level that binds
+  bool pressure_known = false;        // some PSI source was readable
 };
 
 }  // namespace headroom

@@ -1,0 +1,242 @@
+// JobCgroups: per-build and per-job cgroups (v1 memory + freezer, v2), their readings and removal.
+#include "headroom/memory/job_cgroups.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "headroom/memory/memory_parsers.h"
+
+namespace headroom {
+
+namespace {
+
+bool MakeDir(const std::string& path, std::string* err) {
+  if (mkdir(path.c_str(), 0755) == 0 || errno == EEXIST) return true;
+  *err = fmt::format("cannot create cgroup {}: {}", path, strerror(errno));
+  return false;
+}
+
+bool RemoveDir(const std::string& path, std::string* err) {
+  if (path.empty() || rmdir(path.c_str()) == 0 || errno == ENOENT) return true;
+  *err = fmt::format("cannot remove cgroup {}: {}", path, strerror(errno));
+  return false;
+}
+
+std::vector<pid_t> ReadPids(const std::string& dir) {
+  std::string text, err;
+  std::vector<pid_t> pids;
+  if (!ReadWholeFile(dir + "/cgroup.procs", &text, &err)) return pids;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    if (auto pid = ParseSingleNumber(std::string_view(text).substr(start, end - start))) {
+      pids.push_back(static_cast<pid_t>(*pid));
+    }
+    start = end + 1;
+  }
+  return pids;
+}
+
+std::optional<uint64_t> ReadNumber(KernelFile& file) {
+  std::string text, err;
+  if (!file.Read(&text, &err)) return std::nullopt;
+  return ParseSingleNumber(text);
+}
+
+}  // namespace
+
+JobCgroupsOptions DefaultJobCgroupsOptions(const CgroupLayout& layout) {
+  JobCgroupsOptions options;
+  options.version = layout.memory_version;
+  options.parent_dir = layout.memory_dir;
+  if (layout.memory_version == CgroupVersion::kV1) options.v1_freezer_parent_dir = layout.v1_freezer_dir;
+  options.build_name = fmt::format("headroom-{}", getpid());
+  return options;
+}
+
+std::unique_ptr<JobCgroups> JobCgroups::Create(const JobCgroupsOptions& options, std::string* err) {
+  if (options.version == CgroupVersion::kNone || options.parent_dir.empty()) {
+    *err = "no cgroup memory controller";
+    return nullptr;
+  }
+  std::unique_ptr<JobCgroups> cgroups(new JobCgroups(options));
+  bool ok = options.version == CgroupVersion::kV2 ? cgroups->SetUpV2(err) : cgroups->SetUpV1(err);
+  if (!ok) return nullptr;
+  return cgroups;
+}
+
+// v2 lets a cgroup hand its memory controller to children only while it has no processes of its own.
+bool JobCgroups::SetUpV2(std::string* err) {
+  const std::string& parent = options_.parent_dir;
+  const std::string enable_memory = "+memory";
+  std::string ignored;
+  if (!WriteWholeFile(parent + "/cgroup.subtree_control", enable_memory, err)) {
+    if (!options_.v2_move_self_to_leaf) return false;
+    std::string leaf = parent + "/headroom.self";
+    if (!MakeDir(leaf, err) || !WriteWholeFile(leaf + "/cgroup.procs", std::to_string(getpid()), err) ||
+        !WriteWholeFile(parent + "/cgroup.subtree_control", enable_memory, err)) {
+      return false;
+    }
+  }
+  build_dir_ = parent + "/" + options_.build_name;
+  if (!MakeDir(build_dir_, err)) return false;
+  if (!WriteWholeFile(build_dir_ + "/cgroup.subtree_control", enable_memory, err)) {
+    RemoveDir(build_dir_, &ignored);
+    build_dir_.clear();
+    return false;
+  }
+  return true;
+}
+
+bool JobCgroups::SetUpV1(std::string* err) {
+  build_dir_ = options_.parent_dir + "/" + options_.build_name;
+  if (!MakeDir(build_dir_, err)) {
+    build_dir_.clear();
+    return false;
+  }
+  // The freezer is optional: without it Freeze() reports false and the caller stops the process group.
+  if (!options_.v1_freezer_parent_dir.empty()) {
+    std::string freezer_err;
+    std::string dir = options_.v1_freezer_parent_dir + "/" + options_.build_name;
+    if (MakeDir(dir, &freezer_err)) freezer_build_dir_ = dir;
+  }
+  return true;
+}
+
+JobCgroups::~JobCgroups() {
+  std::string ignored;
+  for (auto& [key, job] : jobs_) {
+    RemoveDir(job.freezer_dir, &ignored);
+    RemoveDir(job.dir, &ignored);
+  }
+  RemoveDir(freezer_build_dir_, &ignored);
+  RemoveDir(build_dir_, &ignored);
+}
+
+JobCgroups::Job* JobCgroups::Find(int job_key) {
+  auto it = jobs_.find(job_key);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+std::string JobCgroups::CreateJob(int job_key, std::string* err) {
+  std::string dir = fmt::format("{}/job-{}", build_dir_, job_key);
+  if (!MakeDir(dir, err)) return "";
+  bool v2 = options_.version == CgroupVersion::kV2;
+  Job job;
+  job.dir = dir;
+  job.current = KernelFile(dir + (v2 ? "/memory.current" : "/memory.usage_in_bytes"));
+  job.peak = KernelFile(dir + (v2 ? "/memory.peak" : "/memory.max_usage_in_bytes"));
+  jobs_[job_key] = std::move(job);
+  return dir;
+}
+
+std::optional<uint64_t> JobCgroups::CurrentBytes(int job_key) {
+  Job* job = Find(job_key);
+  return job ? ReadNumber(job->current) : std::nullopt;
+}
+
+std::optional<uint64_t> JobCgroups::PeakBytes(int job_key) {
+  Job* job = Find(job_key);
+  return job ? ReadNumber(job->peak) : std::nullopt;
+}
+
+std::optional<uint64_t> JobCgroups::OomKills(int job_key) {
+  Job* job = Find(job_key);
+  if (job == nullptr) return std::nullopt;
+  bool v2 = options_.version == CgroupVersion::kV2;
+  std::string text, err;
+  if (!ReadWholeFile(job->dir + (v2 ? "/memory.events" : "/memory.oom_control"), &text, &err)) return std::nullopt;
+  return ParseKeyedValue(text, "oom_kill");
+}
+
+bool JobCgroups::Freeze(int job_key, std::string* err) {
+  Job* job = Find(job_key);
+  if (job == nullptr) {
+    *err = fmt::format("no cgroup for job {}", job_key);
+    return false;
+  }
+  if (options_.version == CgroupVersion::kV2) return WriteWholeFile(job->dir + "/cgroup.freeze", "1", err);
+  return FreezeV1(*job, err);
+}
+
+// The runner can put a job into one cgroup only (the memory one), so the job's processes join the freezer
+// cgroup here. It is set FROZEN first: every task moved in afterwards freezes on arrival and can no longer
+// fork, so repeating the move until a pass finds no newcomer catches every process of the tree.
+bool JobCgroups::FreezeV1(Job& job, std::string* err) {
+  if (freezer_build_dir_.empty()) {
+    *err = "no v1 freezer hierarchy";
+    return false;
+  }
+  if (job.freezer_dir.empty()) {
+    std::string dir = job.dir.substr(job.dir.rfind('/'));
+    if (!MakeDir(freezer_build_dir_ + dir, err)) return false;
+    job.freezer_dir = freezer_build_dir_ + dir;
+  }
+  if (!WriteWholeFile(job.freezer_dir + "/freezer.state", "FROZEN", err)) return false;
+  constexpr int kMaxPasses = 1000;
+  for (int pass = 0; pass < kMaxPasses; ++pass) {
+    std::vector<pid_t> in_freezer = ReadPids(job.freezer_dir);
+    std::set<pid_t> frozen(in_freezer.begin(), in_freezer.end());
+    bool moved_any = false;
+    for (pid_t pid : ReadPids(job.dir)) {
+      if (frozen.count(pid) != 0) continue;
+      std::string ignored;  // a task that exited meanwhile cannot be moved; that is fine
+      if (WriteWholeFile(job.freezer_dir + "/cgroup.procs", std::to_string(pid), &ignored)) moved_any = true;
+    }
+    if (!moved_any) return true;
+  }
+  *err = "job kept forking faster than it could be frozen";
+  return false;
+}
+
+bool JobCgroups::Thaw(int job_key, std::string* err) {
+  Job* job = Find(job_key);
+  if (job == nullptr) {
+    *err = fmt::format("no cgroup for job {}", job_key);
+    return false;
+  }
+  if (options_.version == CgroupVersion::kV2) return WriteWholeFile(job->dir + "/cgroup.freeze", "0", err);
+  if (job->freezer_dir.empty()) {
+    *err = "job was not frozen through the freezer cgroup";
+    return false;
+  }
+  return WriteWholeFile(job->freezer_dir + "/freezer.state", "THAWED", err);
+}
+
+std::vector<pid_t> JobCgroups::Pids(int job_key) {
+  Job* job = Find(job_key);
+  return job ? ReadPids(job->dir) : std::vector<pid_t>{};
+}
+
+void JobCgroups::KillAll(int job_key) {
+  Job* job = Find(job_key);
+  if (job == nullptr) return;
+  std::string ignored;
+  if (options_.version == CgroupVersion::kV2 && WriteWholeFile(job->dir + "/cgroup.kill", "1", &ignored)) return;
+  for (pid_t pid : ReadPids(job->dir)) kill(pid, SIGKILL);
+  // Frozen v1 tasks act on SIGKILL only once thawed.
+  if (!job->freezer_dir.empty()) WriteWholeFile(job->freezer_dir + "/freezer.state", "THAWED", &ignored);
+}
+
+bool JobCgroups::RemoveJob(int job_key, std::string* err) {
+  Job* job = Find(job_key);
+  if (job == nullptr) return true;
+  if (!ReadPids(job->dir).empty()) {
+    *err = fmt::format("cgroup {} still has processes", job->dir);
+    return false;
+  }
+  if (!RemoveDir(job->freezer_dir, err) || !RemoveDir(job->dir, err)) return false;
+  jobs_.erase(job_key);
+  return true;
+}
+
+}  // namespace headroom

@@ -1,0 +1,166 @@
+// JobMeter: per-job peaks from cgroups or /proc sampling, floored by ru_maxrss, plus OOM verdicts.
+#include "headroom/memory/job_meter.h"
+
+#include <signal.h>
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace headroom {
+
+const char* PeakSourceName(PeakSource source) {
+  switch (source) {
+    case PeakSource::kNone:
+      return "none";
+    case PeakSource::kCgroup:
+      return "cgroup";
+    case PeakSource::kSampled:
+      return "sampled";
+    case PeakSource::kRusage:
+      return "rusage";
+  }
+  return "none";
+}
+
+JobMeter::JobMeter(const CgroupLayout& layout, JobMeterOptions options)
+    : options_(std::move(options)),
+      sampler_(options_.root + "/proc", options_.full_rescan_every),
+      system_oom_(options_.root) {
+  if (!options_.use_cgroups) return;
+  std::string err;
+  cgroups_ = JobCgroups::Create(DefaultJobCgroupsOptions(layout), &err);
+  if (!cgroups_) {
+    warnings_.push_back(
+        fmt::format("per-job cgroups unavailable ({}); measuring jobs by sampling /proc", err));
+  }
+}
+
+JobMeter::JobMeter(std::unique_ptr<JobCgroups> cgroups, JobMeterOptions options)
+    : options_(std::move(options)),
+      cgroups_(std::move(cgroups)),
+      sampler_(options_.root + "/proc", options_.full_rescan_every),
+      system_oom_(options_.root) {}
+
+JobMeter::~JobMeter() = default;
+
+std::string JobMeter::PrepareJob(JobId id) {
+  Job& job = jobs_[id];
+  job = Job{};
+  job.system_oom_kills_at_start = system_oom_.Read();
+  if (!cgroups_) return "";
+  std::string err;
+  std::string dir = cgroups_->CreateJob(id, &err);
+  if (dir.empty()) {
+    if (!warned_job_cgroup_) warnings_.push_back(fmt::format("{}; sampling /proc for such jobs", err));
+    warned_job_cgroup_ = true;
+    return "";
+  }
+  job.in_cgroup = true;
+  return dir;
+}
+
+void JobMeter::JobStarted(JobId id, pid_t pgid) {
+  Job& job = jobs_[id];
+  job.pgid = pgid;
+  if (!job.in_cgroup) sampler_.Track(pgid);
+}
+
+void JobMeter::Sample() {
+  bool any_sampled = false;
+  for (auto& [id, job] : jobs_) {
+    if (job.in_cgroup) {
+      job.current_bytes = cgroups_->CurrentBytes(id).value_or(0);
+      job.peak_bytes = std::max(job.peak_bytes, job.current_bytes);
+    } else if (job.pgid > 0) {
+      any_sampled = true;
+    }
+  }
+  if (any_sampled) {
+    sampler_.Sample();
+    for (auto& [id, job] : jobs_) {
+      if (job.in_cgroup || job.pgid <= 0) continue;
+      job.current_bytes = sampler_.CurrentBytes(job.pgid);
+      job.peak_bytes = std::max(job.peak_bytes, sampler_.PeakBytes(job.pgid));
+    }
+  }
+  RetryPendingRemovals();
+}
+
+uint64_t JobMeter::CurrentBytes(JobId id) const {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? 0 : it->second.current_bytes;
+}
+
+uint64_t JobMeter::PeakSoFar(JobId id) const {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? 0 : it->second.peak_bytes;
+}
+
+bool JobMeter::Freeze(JobId id) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || !it->second.in_cgroup) return false;
+  std::string err;
+  return cgroups_->Freeze(id, &err);
+}
+
+bool JobMeter::Thaw(JobId id) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || !it->second.in_cgroup) return false;
+  std::string err;
+  return cgroups_->Thaw(id, &err);
+}
+
+JobMemoryResult JobMeter::Finish(const JobExit& exit) {
+  JobMemoryResult result;
+  auto it = jobs_.find(exit.id);
+  Job job = it == jobs_.end() ? Job{} : it->second;
+  if (it != jobs_.end()) jobs_.erase(it);
+
+  OomFacts facts;
+  facts.killed_by_sigkill = !exit.exited_normally && exit.term_signal == SIGKILL;
+  facts.system_oom_kills_at_start = job.system_oom_kills_at_start;
+  facts.system_oom_kills_at_end = system_oom_.Read();
+  result.rusage_peak_bytes = static_cast<uint64_t>(std::max<int64_t>(exit.max_rss_kb, 0)) * 1024;
+
+  if (job.in_cgroup) {
+    result.cgroup_peak_bytes = std::max(cgroups_->PeakBytes(exit.id).value_or(0), job.peak_bytes);
+    facts.cgroup_oom_kills = cgroups_->OomKills(exit.id);
+    std::string err;
+    if (!cgroups_->RemoveJob(exit.id, &err)) pending_removals_.push_back(exit.id);
+  } else if (job.pgid > 0) {
+    result.sampled_peak_bytes = std::max(sampler_.PeakBytes(job.pgid), job.peak_bytes);
+    sampler_.Untrack(job.pgid);
+  }
+  result.oom = AttributeOom(facts);
+
+  // A job cgroup counts exactly what the tree was charged, so its figure stands even when ru_maxrss is a
+  // little higher (ru_maxrss also counts shared library pages that were charged to someone else).
+  if (result.cgroup_peak_bytes > 0) {
+    result.peak_bytes = result.cgroup_peak_bytes;
+    result.peak_source = PeakSource::kCgroup;
+    return result;
+  }
+  // Sampling can miss a peak between two samples; then the largest single process is the better floor.
+  if (result.sampled_peak_bytes >= result.rusage_peak_bytes && result.sampled_peak_bytes > 0) {
+    result.peak_bytes = result.sampled_peak_bytes;
+    result.peak_source = PeakSource::kSampled;
+  } else if (result.rusage_peak_bytes > 0) {
+    result.peak_bytes = result.rusage_peak_bytes;
+    result.peak_source = PeakSource::kRusage;
+  }
+  return result;
+}
+
+void JobMeter::RetryPendingRemovals() {
+  std::string err;
+  std::erase_if(pending_removals_, [&](int key) { return cgroups_->RemoveJob(key, &err); });
+}
+
+std::vector<std::string> JobMeter::TakeWarnings() {
+  std::vector<std::string> taken;
+  taken.swap(warnings_);
+  return taken;
+}
+
+}  // namespace headroom

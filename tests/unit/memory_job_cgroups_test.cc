@@ -1,0 +1,317 @@
+// Tests for JobCgroups and JobMeter with cgroups: file handling over a fake v2 tree, and end-to-end runs
+// of memhog in real job cgroups (root needed: they fail on CI and skip elsewhere when unavailable).
+#include "headroom/memory/job_cgroups.h"
+
+#include <sys/stat.h>
+
+#include <cstdio>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "headroom/memory/job_meter.h"
+#include "headroom/memory/memory_probe.h"
+#include "memory_test_support.h"
+
+namespace headroom {
+namespace {
+
+using memory_test::FakeRoot;
+using memory_test::kMiB;
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0;
+}
+
+std::string ReadText(const std::string& path) {
+  std::string text, err;
+  ReadWholeFile(path, &text, &err);
+  return text;
+}
+
+// --- Over a fake v2 tree (cgroupfs files are plain files there; the kernel's side is played by hand).
+
+struct FakeV2Build {
+  FakeRoot fake;
+  JobCgroupsOptions options;
+  FakeV2Build() {
+    fake.Write("cg/cgroup.subtree_control", "");
+    fake.Write("cg/hr/cgroup.subtree_control", "");  // what the kernel would create with the directory
+    options.version = CgroupVersion::kV2;
+    options.parent_dir = fake.Path("cg");
+    options.build_name = "hr";
+    options.v2_move_self_to_leaf = false;
+  }
+};
+
+TEST(JobCgroupsFakeTest, V2EnablesMemoryForChildrenAndMakesJobDirs) {
+  FakeV2Build build;
+  std::string err;
+  auto cgroups = JobCgroups::Create(build.options, &err);
+  ASSERT_NE(cgroups, nullptr) << err;
+  EXPECT_EQ(ReadText(build.fake.Path("cg/cgroup.subtree_control")), "+memory");
+  EXPECT_EQ(ReadText(build.fake.Path("cg/hr/cgroup.subtree_control")), "+memory");
+  std::string dir = cgroups->CreateJob(7, &err);
+  EXPECT_EQ(dir, build.fake.Path("cg/hr/job-7"));
+  EXPECT_TRUE(Exists(dir));
+}
+
+TEST(JobCgroupsFakeTest, V2ReadsPeakCurrentAndOomKills) {
+  FakeV2Build build;
+  std::string err;
+  auto cgroups = JobCgroups::Create(build.options, &err);
+  ASSERT_NE(cgroups, nullptr) << err;
+  cgroups->CreateJob(1, &err);
+  build.fake.Write("cg/hr/job-1/memory.current", "1000\n");
+  build.fake.Write("cg/hr/job-1/memory.peak", "5000\n");
+  build.fake.Write("cg/hr/job-1/memory.events", "low 0\nhigh 0\nmax 4\noom 1\noom_kill 1\noom_group_kill 0\n");
+  EXPECT_EQ(cgroups->CurrentBytes(1), 1000u);
+  EXPECT_EQ(cgroups->PeakBytes(1), 5000u);
+  EXPECT_EQ(cgroups->OomKills(1), 1u);
+  EXPECT_EQ(cgroups->CurrentBytes(2), std::nullopt);  // unknown job
+}
+
+TEST(JobCgroupsFakeTest, V2WithoutMemoryPeakLeavesThePeakToSampling) {
+  FakeV2Build build;
+  std::string err;
+  auto cgroups = JobCgroups::Create(build.options, &err);
+  ASSERT_NE(cgroups, nullptr) << err;
+  cgroups->CreateJob(1, &err);
+  EXPECT_EQ(cgroups->PeakBytes(1), std::nullopt);  // kernels before 5.19
+}
+
+TEST(JobCgroupsFakeTest, V2FreezeAndThawWriteCgroupFreeze) {
+  FakeV2Build build;
+  std::string err;
+  auto cgroups = JobCgroups::Create(build.options, &err);
+  ASSERT_NE(cgroups, nullptr) << err;
+  cgroups->CreateJob(3, &err);
+  build.fake.Write("cg/hr/job-3/cgroup.freeze", "0\n");
+  ASSERT_TRUE(cgroups->Freeze(3, &err)) << err;
+  EXPECT_EQ(ReadText(build.fake.Path("cg/hr/job-3/cgroup.freeze")), "1");
+  ASSERT_TRUE(cgroups->Thaw(3, &err)) << err;
+  EXPECT_EQ(ReadText(build.fake.Path("cg/hr/job-3/cgroup.freeze")), "0");
+}
+
+TEST(JobCgroupsFakeTest, RemoveJobRefusesWhileProcessesRemain) {
+  FakeV2Build build;
+  std::string err;
+  auto cgroups = JobCgroups::Create(build.options, &err);
+  ASSERT_NE(cgroups, nullptr) << err;
+  cgroups->CreateJob(4, &err);
+  build.fake.Write("cg/hr/job-4/cgroup.procs", "4242\n");
+  EXPECT_EQ(cgroups->Pids(4), std::vector<pid_t>{4242});
+  EXPECT_FALSE(cgroups->RemoveJob(4, &err));
+  EXPECT_NE(err.find("still has processes"), std::string::npos) << err;
+}
+
+TEST(JobCgroupsFakeTest, UnwritableParentMeansNoCgroups) {
+  FakeRoot fake;
+  JobCgroupsOptions options;
+  options.version = CgroupVersion::kV2;
+  options.parent_dir = fake.Path("missing");
+  options.build_name = "hr";
+  options.v2_move_self_to_leaf = false;
+  std::string err;
+  EXPECT_EQ(JobCgroups::Create(options, &err), nullptr);
+  EXPECT_FALSE(err.empty());
+  options.version = CgroupVersion::kNone;
+  EXPECT_EQ(JobCgroups::Create(options, &err), nullptr);
+}
+
+TEST(JobMeterTest, FallsBackToSamplingWithOneWarningWhenCgroupsAreUnavailable) {
+  CgroupLayout none;
+  JobMeter meter(none);
+  EXPECT_FALSE(meter.uses_cgroups());
+  EXPECT_EQ(meter.PrepareJob(1), "");
+  EXPECT_EQ(meter.TakeWarnings().size(), 1u);
+  EXPECT_STREQ(PeakSourceName(PeakSource::kSampled), "sampled");
+  EXPECT_STREQ(PeakSourceName(PeakSource::kCgroup), "cgroup");
+  EXPECT_STREQ(PeakSourceName(PeakSource::kRusage), "rusage");
+}
+
+TEST(JobMeterTest, RusageWinsWhenNothingElseSawTheJob) {
+  JobMeter meter(std::unique_ptr<JobCgroups>(), JobMeterOptions{});
+  meter.PrepareJob(5);
+  JobExit exit;
+  exit.id = 5;
+  exit.exited_normally = true;
+  exit.max_rss_kb = 2048;
+  JobMemoryResult result = meter.Finish(exit);
+  EXPECT_EQ(result.peak_bytes, 2u * kMiB);
+  EXPECT_EQ(result.peak_source, PeakSource::kRusage);
+}
+
+// --- End to end with real cgroups.
+
+// A per-build cgroup under this process's own memory cgroup; its directory doubles as the "box" whose
+// limit the jobs share.
+class RealCgroupTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    MemoryProbeOptions probe_options;
+    MemoryProbe probe(probe_options);
+    layout_ = probe.layout();
+    HEADROOM_REQUIRE_OR_SKIP(layout_.memory_version != CgroupVersion::kNone, "no cgroup memory controller");
+    JobCgroupsOptions options = DefaultJobCgroupsOptions(layout_);
+    options.build_name = fmt::format("headroom-test-{}-{}", getpid(), ++counter_);
+    std::string err;
+    auto cgroups = JobCgroups::Create(options, &err);
+    HEADROOM_REQUIRE_OR_SKIP(cgroups != nullptr, "cannot create cgroups (root needed): " + err);
+    build_dir_ = cgroups->build_dir();
+    version_ = cgroups->version();
+    cgroups_ = cgroups.get();
+    meter_ = std::make_unique<JobMeter>(std::move(cgroups));
+  }
+
+  void TearDown() override {
+    meter_.reset();
+    if (!build_dir_.empty()) EXPECT_FALSE(Exists(build_dir_)) << "left behind: " << build_dir_;
+  }
+
+  void LimitBox(uint64_t bytes) {
+    bool v2 = version_ == CgroupVersion::kV2;
+    std::string err;
+    ASSERT_TRUE(WriteWholeFile(build_dir_ + (v2 ? "/memory.max" : "/memory.limit_in_bytes"), std::to_string(bytes),
+                               &err))
+        << err;
+    // v1 would rather swap than OOM-kill when swap exists; the test wants the kill.
+    if (v2) {
+      WriteWholeFile(build_dir_ + "/memory.swap.max", "0", &err);
+    } else {
+      WriteWholeFile(build_dir_ + "/memory.swappiness", "0", &err);
+    }
+  }
+
+  JobMemoryResult RunJob(JobId id, const std::vector<std::string>& args, JobExit* exit_out = nullptr) {
+    std::string dir = meter_->PrepareJob(id);
+    EXPECT_FALSE(dir.empty());
+    memory_test::MemhogProcess memhog = memory_test::StartMemhog(args, dir);
+    meter_->JobStarted(id, memhog.pid);
+    JobExit exit = memory_test::ReapMemhog(memhog, id);
+    if (exit_out != nullptr) *exit_out = exit;
+    return meter_->Finish(exit);
+  }
+
+  static inline int counter_ = 0;
+  CgroupLayout layout_;
+  std::string build_dir_;
+  CgroupVersion version_ = CgroupVersion::kNone;
+  JobCgroups* cgroups_ = nullptr;
+  std::unique_ptr<JobMeter> meter_;
+};
+
+TEST_F(RealCgroupTest, CgroupPeakCoversTheWholeTreeWhileRusageSeesOneProcess) {
+  JobMemoryResult result = RunJob(1, {"--mb", "400", "--procs", "4", "--ramp-ms", "200", "--hold-ms", "100"});
+  std::printf("cgroup peak %.1f MiB, ru_maxrss %.1f MiB\n", result.cgroup_peak_bytes / double(kMiB),
+              result.rusage_peak_bytes / double(kMiB));
+  EXPECT_EQ(result.peak_source, PeakSource::kCgroup);
+  EXPECT_NEAR(static_cast<double>(result.peak_bytes), 400.0 * kMiB, 40.0 * kMiB);
+  // ru_maxrss is the largest single process: about a quarter of the tree.
+  EXPECT_NEAR(static_cast<double>(result.rusage_peak_bytes), 100.0 * kMiB, 25.0 * kMiB);
+  EXPECT_FALSE(result.oom.oom_killed);
+}
+
+TEST_F(RealCgroupTest, JobOverTheBoxLimitIsReportedOomKilledWithItsPeak) {
+  LimitBox(200 * kMiB);
+  JobExit exit;
+  JobMemoryResult result = RunJob(2, {"--mb", "400", "--ramp-ms", "200"}, &exit);
+  EXPECT_FALSE(exit.exited_normally);
+  EXPECT_EQ(exit.term_signal, SIGKILL);
+  EXPECT_TRUE(result.oom.oom_killed) << result.oom.explanation;
+  EXPECT_EQ(result.oom.evidence, OomEvidence::kStrong);
+  std::printf("OOM-killed job peak %.1f MiB (box 200 MiB): %s\n", result.peak_bytes / double(kMiB),
+              result.oom.explanation.c_str());
+  EXPECT_GE(result.peak_bytes, 180 * kMiB);
+  EXPECT_LE(result.peak_bytes, 210 * kMiB);
+}
+
+TEST_F(RealCgroupTest, OomKilledChildOfAMultiProcessJobIsStillAttributed) {
+  LimitBox(200 * kMiB);
+  JobExit exit;
+  JobMemoryResult result = RunJob(3, {"--mb", "400", "--procs", "4", "--ramp-ms", "200"}, &exit);
+  // The top process survives and exits 1, as nvcc does when a cicc is killed: no SIGKILL to go by.
+  EXPECT_TRUE(exit.exited_normally);
+  EXPECT_EQ(exit.exit_code, 1);
+  EXPECT_TRUE(result.oom.oom_killed) << result.oom.explanation;
+  EXPECT_EQ(result.oom.evidence, OomEvidence::kStrong);
+}
+
+TEST_F(RealCgroupTest, SystemCounterGivesWeakEvidenceWithoutAJobCgroup) {
+  LimitBox(150 * kMiB);
+  // Run memhog directly in the box (no job cgroup of its own): only the machine-wide counter is left.
+  SystemOomCounter counter;
+  std::optional<uint64_t> before = counter.Read();
+  memory_test::MemhogProcess memhog = memory_test::StartMemhog({"--mb", "300"}, build_dir_);
+  JobExit exit = memory_test::ReapMemhog(memhog, 9);
+  OomFacts facts;
+  facts.killed_by_sigkill = !exit.exited_normally && exit.term_signal == SIGKILL;
+  facts.system_oom_kills_at_start = before;
+  facts.system_oom_kills_at_end = counter.Read();
+  OomVerdict verdict = AttributeOom(facts);
+  EXPECT_TRUE(verdict.oom_killed) << verdict.explanation;
+  EXPECT_EQ(verdict.evidence, OomEvidence::kWeak);
+}
+
+TEST_F(RealCgroupTest, FreezeStopsTheWholeTreeAndThawLetsItFinish) {
+  std::string dir = meter_->PrepareJob(4);
+  memory_test::MemhogProcess memhog =
+      memory_test::StartMemhog({"--mb", "30", "--procs", "3", "--hold-ms", "1000"}, dir);
+  meter_->JobStarted(4, memhog.pid);
+  ASSERT_TRUE(memory_test::WaitForPeak(memhog));
+  std::vector<pid_t> pids = cgroups_->Pids(4);
+  EXPECT_EQ(pids.size(), 4u);
+  bool frozen = meter_->Freeze(4);
+  HEADROOM_REQUIRE_OR_SKIP(frozen || version_ == CgroupVersion::kV2 || !layout_.v1_freezer_dir.empty(),
+                           "no freezer: the caller would SIGSTOP instead");
+  ASSERT_TRUE(frozen);
+  if (version_ == CgroupVersion::kV1) {
+    std::string freezer_job = layout_.v1_freezer_dir + build_dir_.substr(build_dir_.rfind('/')) + "/job-4";
+    std::string state = ReadText(freezer_job + "/freezer.state");
+    EXPECT_TRUE(state == "FROZEN\n" || state == "FREEZING\n") << state;
+    std::string members = ReadText(freezer_job + "/cgroup.procs");
+    for (pid_t pid : pids) EXPECT_NE(members.find(std::to_string(pid)), std::string::npos) << pid;
+  } else {
+    // A frozen v2 cgroup says so in cgroup.events once every task stopped.
+    EXPECT_NE(ReadText(dir + "/cgroup.freeze").find('1'), std::string::npos);
+  }
+  ASSERT_TRUE(meter_->Thaw(4));
+  JobExit exit = memory_test::ReapMemhog(memhog, 4);
+  EXPECT_TRUE(exit.success());
+  meter_->Finish(exit);
+}
+
+TEST_F(RealCgroupTest, LiveSamplingSeesTheJobsCurrentUsage) {
+  std::string dir = meter_->PrepareJob(5);
+  memory_test::MemhogProcess memhog =
+      memory_test::StartMemhog({"--mb", "120", "--procs", "2", "--hold-ms", "1000"}, dir);
+  meter_->JobStarted(5, memhog.pid);
+  ASSERT_TRUE(memory_test::WaitForPeak(memhog));
+  meter_->Sample();
+  EXPECT_NEAR(static_cast<double>(meter_->CurrentBytes(5)), 120.0 * kMiB, 12.0 * kMiB);
+  meter_->Finish(memory_test::ReapMemhog(memhog, 5));
+}
+
+TEST(JobMeterRealTest, DefaultMeterUsesCgroupsWhenRootAndCleansUp) {
+  MemoryProbe probe(MemoryProbeOptions{});
+  HEADROOM_REQUIRE_OR_SKIP(probe.layout().memory_version != CgroupVersion::kNone, "no cgroup memory controller");
+  HEADROOM_REQUIRE_OR_SKIP(geteuid() == 0, "needs root");
+  std::string build_dir;
+  {
+    JobMeter meter(probe.layout());
+    ASSERT_TRUE(meter.uses_cgroups());
+    std::string dir = meter.PrepareJob(1);
+    ASSERT_FALSE(dir.empty());
+    build_dir = dir.substr(0, dir.rfind('/'));
+    memory_test::MemhogProcess memhog = memory_test::StartMemhog({"--mb", "50"}, dir);
+    meter.JobStarted(1, memhog.pid);
+    JobMemoryResult result = meter.Finish(memory_test::ReapMemhog(memhog, 1));
+    EXPECT_EQ(result.peak_source, PeakSource::kCgroup);
+    EXPECT_FALSE(Exists(dir));
+  }
+  EXPECT_FALSE(Exists(build_dir));
+}
+
+}  // namespace
+}  // namespace headroom
