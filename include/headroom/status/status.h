@@ -19,7 +19,13 @@ struct MemoryStatus {
 class Status {
  public:
   virtual ~Status() = default;
+  // Sets %t outright. Builders that report edges one by one (below) need not call it.
   virtual void PlanHasTotalEdges(int total) = 0;
+  // One non-phony edge joined / left the plan (%t grows / shrinks, e.g. on restat). previous_duration_ms
+  // is end-start of the edge's first output in .ninja_log, -1 when unknown; it feeds %E %W %P.
+  virtual void EdgeAddedToPlan(const Edge* edge, int64_t previous_duration_ms) {}
+  virtual void EdgeRemovedFromPlan(const Edge* edge) {}
+  // Times below are milliseconds since the build started (the values .ninja_log records).
   virtual void BuildEdgeStarted(const Edge* edge, int64_t start_time_ms) = 0;
   // exit_code follows JobExit::ExitStatusCode(); success means the edge succeeded.
   virtual void BuildEdgeFinished(Edge* edge, int64_t start_time_ms, int64_t end_time_ms, bool success,
