@@ -9,16 +9,21 @@
 #include <unistd.h>
 
 #include <climits>
+#include <ctime>
 #include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "headroom/admission/admission_policy.h"
+#include "headroom/admission/memory_controller.h"
 #include "headroom/cli/ninja_main.h"
 #include "headroom/cli/options.h"
 #include "headroom/exec/process_runner.h"
 #include "headroom/memory/job_meter.h"
 #include "headroom/memory/memory_probe.h"
+#include "headroom/report/build_outputs.h"
+#include "headroom/report/timeline.h"
 #include "headroom/status/status_printer.h"
 #include "headroom/tools/tool.h"
 #include "headroom/util/messages.h"
@@ -83,6 +88,60 @@ int RunTool(const Tool& tool, NinjaMain* ninja, const Options& options, const Bu
   return tool.run(context, args);
 }
 
+// What the build's timeline knows before anything runs; the end is filled in by FinishBuild.
+void RecordBuildFacts(const Options& options, const BuildConfig& config, BuildTimeline* timeline) {
+  BuildFacts& facts = timeline->facts();
+  facts.targets = options.args;
+  char cwd[PATH_MAX];
+  if (getcwd(cwd, sizeof cwd)) facts.working_dir = cwd;
+  facts.started_unix_s = static_cast<int64_t>(time(nullptr));
+  facts.parallelism = config.parallelism;
+  facts.memory_enabled = config.memory.enabled && !config.dry_run;
+}
+
+// The run's memory counters over every pass (a manifest regeneration, then the build).
+void CollectDecisions(const NinjaMain& ninja, MemoryDecisions* total) {
+  if (MemoryController* memory = ninja.memory_controller()) AddDecisions(total, memory->decisions());
+}
+
+// The load / regenerate / build cycle (restarted when the manifest rebuilt itself), or a tool that
+// needs the manifest or logs. Returns the exit code.
+int RunPasses(const Options& options, const BuildConfig& config, const Tool* tool, const Clock* clock,
+              ProcessRunner* runner, Explanations* explain, MemoryProbe* probe, JobMeter* meter,
+              BuildTimeline* timeline, MemoryDecisions* decisions, StatusPrinter* status_printer) {
+  StatusPrinter& status = *status_printer;
+  for (int cycle = 1; cycle <= kCycleLimit; ++cycle) {
+    NinjaMain ninja(config, clock, runner, explain);
+    if (probe) ninja.set_memory_services(MemoryServices{probe, meter}, &status);
+    ninja.set_timeline(timeline);
+    if (!ninja.LoadManifest(options, &status)) return 1;
+    if (tool && tool->phase == Tool::Phase::kAfterLoad) return RunTool(*tool, &ninja, options, config, &status);
+    if (!ninja.EnsureBuildDirExists(&status)) return 1;
+    if (!ninja.OpenBuildLog(&status) || !ninja.OpenDepsLog(&status)) return 1;
+    if (tool && tool->phase == Tool::Phase::kAfterLogs) return RunTool(*tool, &ninja, options, config, &status);
+
+    std::string err;
+    if (ninja.RebuildManifest(options.input_file, &err, &status)) {
+      CollectDecisions(ninja, decisions);
+      // A dry run "regenerates" forever without changing anything; stop here.
+      if (config.dry_run) return 0;
+      continue;
+    }
+    if (!err.empty()) {
+      CollectDecisions(ninja, decisions);
+      status.Error("rebuilding '" + options.input_file + "': " + err);
+      return 1;
+    }
+    const int exit_code = ninja.RunBuild(options.args, &status);
+    // One controller served both the regeneration check and the build: its counters cover both.
+    CollectDecisions(ninja, decisions);
+    return exit_code;
+  }
+  status.Error(fmt::format("manifest '{}' still dirty after {} tries, perhaps system time is not set",
+                           options.input_file, kCycleLimit));
+  return 1;
+}
+
 }  // namespace
 
 int RunCli(int argc, char** argv) {
@@ -101,7 +160,7 @@ int RunCli(int argc, char** argv) {
   if (!ApplyMaxJobs(&config)) return 1;
 
   const Tool* tool = nullptr;
-  if (!options.tool.empty()) {
+  if (options.has_tool) {
     int exit_code = 0;
     tool = ChooseTool(options.tool, &exit_code);
     if (!tool) return exit_code;
@@ -136,30 +195,27 @@ int RunCli(int argc, char** argv) {
     probe = std::make_unique<MemoryProbe>(probe_options);
     meter = std::make_unique<JobMeter>(probe->layout());
   }
-  for (int cycle = 1; cycle <= kCycleLimit; ++cycle) {
-    NinjaMain ninja(config, &clock, runner.get(), explain);
-    if (probe) ninja.set_memory_services(MemoryServices{probe.get(), meter.get()}, &status);
-    if (!ninja.LoadManifest(options, &status)) return 1;
-    if (tool && tool->phase == Tool::Phase::kAfterLoad) return RunTool(*tool, &ninja, options, config, &status);
-    if (!ninja.EnsureBuildDirExists(&status)) return 1;
-    if (!ninja.OpenBuildLog(&status) || !ninja.OpenDepsLog(&status)) return 1;
-    if (tool && tool->phase == Tool::Phase::kAfterLogs) return RunTool(*tool, &ninja, options, config, &status);
-
-    std::string err;
-    if (ninja.RebuildManifest(options.input_file, &err, &status)) {
-      // A dry run "regenerates" forever without changing anything; stop here.
-      if (config.dry_run) return 0;
-      continue;
+  // The timeline spans every pass of the loop below; the summary, trace and report are made from it.
+  BuildTimeline timeline;
+  timeline.set_origin_ms(clock.NowMs());
+  RecordBuildFacts(options, config, &timeline);
+  MemoryDecisions decisions;
+  BuildOutputs outputs{options.trace_path, options.report_path,
+                       // -v on a terminal shows the summary too; piped logs stay exactly ninja's.
+                       config.verbosity == BuildConfig::Verbosity::kVerbose && status.printer().is_smart_terminal()};
+  const bool records = !tool && !config.dry_run;
+  const int exit_code = RunPasses(options, config, tool, &clock, runner.get(), explain, probe.get(), meter.get(),
+                                  records && (outputs.wanted() || config.memory.enabled) ? &timeline : nullptr,
+                                  &decisions, &status);
+  if (records) {
+    if (decisions.budget_bytes) {
+      AdmissionConfig admission;
+      admission.reserve_bytes = config.memory.reserve_bytes;
+      timeline.facts().reserve_bytes = AdmissionPolicy(admission).Reserve(decisions.budget_bytes);
     }
-    if (!err.empty()) {
-      status.Error("rebuilding '" + options.input_file + "': " + err);
-      return 1;
-    }
-    return ninja.RunBuild(options.args, &status);
+    FinishBuild(&timeline, decisions, outputs, exit_code, timeline.Elapsed(clock.NowMs()), &status, stdout);
   }
-  status.Error(fmt::format("manifest '{}' still dirty after {} tries, perhaps system time is not set",
-                           options.input_file, kCycleLimit));
-  return 1;
+  return exit_code;
 }
 
 }  // namespace headroom

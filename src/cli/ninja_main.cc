@@ -12,6 +12,7 @@
 #include "headroom/manifest/manifest_parser.h"
 #include "headroom/memory/job_meter.h"
 #include "headroom/memory/memory_probe.h"
+#include "headroom/report/job_recorder.h"
 #include "headroom/status/status.h"
 #include "headroom/util/messages.h"
 #include "headroom/util/path.h"
@@ -133,8 +134,13 @@ bool NinjaMain::IsPathDead(std::string_view path) const {
 void NinjaMain::ConfigureBuilder(Builder* builder) {
   builder->set_runner(runner_);
   if (MemoryController* memory = EnsureMemoryController()) {
+    memory->set_timeline(timeline_);
     builder->set_job_controller(memory);
     builder->set_edge_cost([memory](const Edge* edge) { return memory->EdgeCost(edge); });
+  } else if (timeline_) {
+    // No memory decisions to record, but the trace and report still show every job.
+    if (!job_recorder_) job_recorder_ = std::make_unique<JobRecorder>(timeline_, clock_);
+    builder->set_job_controller(job_recorder_.get());
   }
   if (build_log_.records_start_time()) builder->set_lock_file_path(LogPath(".ninja_lock"));
 }

@@ -222,7 +222,7 @@ std::optional<int> ReadFlags(int argc, char** argv, Options* options, BuildConfi
   optind = 1;
   int opt;
   int exit_code = 0;
-  while (options->tool.empty() &&
+  while (!options->has_tool &&
          (opt = getopt_long(argc, argv, "d:f:j:k:l:nt:vw:C:h", kLongOptions, nullptr)) != -1) {
     switch (opt) {
       case 'd':
@@ -260,6 +260,7 @@ std::optional<int> ReadFlags(int argc, char** argv, Options* options, BuildConfi
         break;
       case 't':
         options->tool = optarg;
+        options->has_tool = true;
         break;
       case 'v':
         config->verbosity = BuildConfig::Verbosity::kVerbose;

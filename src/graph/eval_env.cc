@@ -44,11 +44,8 @@ std::string EvalString::Unparse() const {
     if (kind == PieceKind::kVariable) {
       result.append("${").append(text).append("}");
     } else {
-      for (char c : text) {
-        // Re-escape what the lexer would otherwise interpret.
-        if (c == '$' || c == ' ' || c == ':') result.push_back('$');
-        result.push_back(c);
-      }
+      // Literal text is printed as it reads, like ninja's `-t rules -d` shows it.
+      result.append(text);
     }
   }
   return result;

@@ -142,27 +142,26 @@ Edge* State::AddEdge(const Rule* rule) {
 }
 
 Node* State::GetNode(std::string_view path) {
-  auto it = paths_.find(path);
-  if (it != paths_.end()) return it->second;
+  if (Node* existing = paths_.Find(path)) return existing;
   Node& node = nodes_.emplace_back(std::string(path), static_cast<int>(nodes_.size()));
-  paths_.emplace(std::string_view(node.path), &node);
+  paths_.Insert(&node);
   return &node;
 }
 
 Node* State::LookupNode(std::string_view path) const {
-  auto it = paths_.find(path);
-  return it == paths_.end() ? nullptr : it->second;
+  return paths_.Find(path);
 }
 
 Node* State::SpellcheckNode(const std::string& path) const {
   constexpr int kMaxValidEditDistance = 3;
   int best_distance = kMaxValidEditDistance + 1;
   Node* best = nullptr;
-  for (const auto& [name, node] : paths_) {
-    int distance = EditDistance(name, path, true, kMaxValidEditDistance);
-    if (distance < best_distance && node) {
+  // Creation order makes ties deterministic (the first-mentioned path wins).
+  for (const Node& node : nodes_) {
+    int distance = EditDistance(node.path, path, true, kMaxValidEditDistance);
+    if (distance < best_distance) {
       best_distance = distance;
-      best = node;
+      best = const_cast<Node*>(&node);
     }
   }
   return best;

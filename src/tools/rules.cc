@@ -35,7 +35,7 @@ int ToolRules(const ToolContext& context, const ToolArgs& args) {
     printf("%s", name.c_str());
     if (print_description) {
       const EvalString* description = rule->GetBinding("description");
-      if (description) printf(": %s", UnparsedForDisplay(*description).c_str());
+      if (description) printf(": %s", description->Unparse().c_str());
     }
     printf("\n");
   }

@@ -152,31 +152,4 @@ std::string CompdbCommand(const Edge& edge, bool expand_rspfile) {
   return command;
 }
 
-namespace {
-
-// Whether EvalString::Unparse re-escapes literal text; probed once so this keeps working if the
-// graph module ever switches to printing literal text raw, as ninja does.
-bool UnparseEscapesLiterals() {
-  static const bool escapes = [] {
-    EvalString dollar;
-    dollar.AddText("$");
-    return dollar.Unparse() == "$$";
-  }();
-  return escapes;
-}
-
-}  // namespace
-
-std::string UnparsedForDisplay(const EvalString& value) {
-  const std::string unparsed = value.Unparse();
-  if (!UnparseEscapesLiterals()) return unparsed;
-  std::string shown;
-  for (size_t i = 0; i < unparsed.size(); ++i) {
-    const bool escape = unparsed[i] == '$' && i + 1 < unparsed.size() && unparsed[i + 1] != '{';
-    if (escape) ++i;  // "$$", "$ ", "$:" stand for the character after the '$'
-    shown.push_back(unparsed[i]);
-  }
-  return shown;
-}
-
 }  // namespace headroom

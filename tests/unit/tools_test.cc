@@ -120,7 +120,7 @@ TEST_F(ToolsTest, CompdbExpandsOnlyRecognisedRspfileReferences) {
 TEST_F(ToolsTest, DescriptionsShowLiteralTextUnescapedAndVariablesBraced) {
   Parse("rule r\n  command = x\n  description = A $$ ${out} $in $: b$ c\n");
   const Rule* rule = state_.bindings.LookupRule("r");
-  EXPECT_EQ("A $ ${out} ${in} : b c", UnparsedForDisplay(*rule->GetBinding("description")));
+  EXPECT_EQ("A $ ${out} ${in} : b c", rule->GetBinding("description")->Unparse());
 }
 
 TEST_F(ToolsTest, CollectTargetGivesNinjaHints) {

@@ -24,6 +24,8 @@ class JobMeter;
 class HistoryStore;
 class Estimator;
 class MemoryController;
+class BuildTimeline;
+class JobRecorder;
 
 // Process-wide memory observers, shared by every pass of the regeneration loop.
 struct MemoryServices {
@@ -59,6 +61,8 @@ class NinjaMain : public BuildLog::Liveness {
     status_ = status;
   }
   MemoryController* memory_controller() const { return memory_controller_.get(); }
+  // Records the builds this pass runs (jobs, memory, decisions) for --trace/--report; nullable.
+  void set_timeline(BuildTimeline* timeline) { timeline_ = timeline; }
   ~NinjaMain() override;
 
  private:
@@ -77,6 +81,8 @@ class NinjaMain : public BuildLog::Liveness {
   std::unique_ptr<HistoryStore> history_;
   std::unique_ptr<Estimator> estimator_;
   std::unique_ptr<MemoryController> memory_controller_;
+  BuildTimeline* timeline_ = nullptr;
+  std::unique_ptr<JobRecorder> job_recorder_;  // with --no-memory, when a timeline is wanted
   State state_;
   RealDiskInterface disk_;
   BuildLog build_log_;

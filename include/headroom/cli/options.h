@@ -13,7 +13,8 @@ namespace headroom {
 struct Options {
   std::string input_file = "build.ninja";
   std::string working_dir;
-  std::string tool;                 // -t NAME; empty when building
+  std::string tool;                 // -t NAME (may be "", which is an unknown tool)
+  bool has_tool = false;            // -t was given
   std::vector<std::string> args;    // targets, or the tool's own arguments
   bool phony_cycle_should_err = false;
   std::string trace_path;           // --trace=FILE

@@ -31,7 +31,7 @@ class EvalString {
   std::string Evaluate(Env* env) const;
   // Debug form used by tests: "[literal][$var]".
   std::string Serialize() const;
-  // Back to manifest syntax (variables written as ${name}); used by tools that print bindings.
+  // The text as tools print a binding: literals as they read, variables as ${name}.
   std::string Unparse() const;
   // True when the string holds no variable references.
   bool IsLiteral() const;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "headroom/graph/eval_env.h"
+#include "headroom/graph/path_index.h"
 
 namespace headroom {
 
@@ -172,7 +173,7 @@ class State {
 
  private:
   std::deque<Node> nodes_;  // deque: stable addresses, no per-node allocation.
-  std::unordered_map<std::string_view, Node*> paths_;  // keys point into nodes_[i].path.
+  PathIndex paths_;  // keyed by nodes_[i].path.
   std::vector<std::unique_ptr<BindingEnv>> scopes_;
 };
 

@@ -48,8 +48,4 @@ void AppendJsonEscaped(std::string_view text, std::string* out);
 // `--option-file=rsp` reference is replaced by the rspfile content (newlines become spaces).
 std::string CompdbCommand(const Edge& edge, bool expand_rspfile);
 
-// Undoes the lexer escaping EvalString::Unparse applies to literal text ($$, "$ ", $:), keeping
-// ${var} references: ninja prints rule bindings with literal text as written after unescaping.
-std::string UnparsedForDisplay(const EvalString& value);
-
 }  // namespace headroom
