@@ -10,6 +10,7 @@
 #include "headroom/estimator/size.h"
 #include "headroom/graph/graph.h"
 #include "headroom/logs/build_log.h"
+#include "headroom/report/timeline.h"
 #include "headroom/status/status.h"
 #include "headroom/util/clock.h"
 
@@ -160,6 +161,7 @@ void MemoryController::NoteWait(const Edge* edge, EdgeState& state, const Admiss
     state.waiting_since_ms = now;
     ++decisions_.jobs_waited;
     ++waiting_now_;
+    RecordMarker("wait", state.output, decision.reason, now);
   }
   if (!state.explained_wait) {
     state.explained_wait = true;
@@ -169,7 +171,9 @@ void MemoryController::NoteWait(const Edge* edge, EdgeState& state, const Admiss
 
 void MemoryController::NoteAdmitted(const Edge* edge, EdgeState& state, const AdmissionDecision& decision,
                                     int64_t now) {
+  state.last_wait_ms = 0;
   if (state.waiting_since_ms >= 0) {
+    state.last_wait_ms = now - state.waiting_since_ms;
     decisions_.wait_ms_total += now - state.waiting_since_ms;
     state.waiting_since_ms = -1;
     --waiting_now_;
@@ -177,9 +181,13 @@ void MemoryController::NoteAdmitted(const Edge* edge, EdgeState& state, const Ad
   state.explained_wait = false;
   if (decision.over_budget) {
     ++decisions_.over_budget_starts;
-    parts_.status->Warning("'" + state.output + "' is expected to need ~" + FormatBytes(state.estimate.peak_bytes) +
-                           ", more than the " + FormatBytes(budget_bytes_) +
-                           " memory budget allows; running it alone");
+    RecordMarker("over-budget", state.output,
+                 "expected ~" + FormatBytes(state.estimate.peak_bytes) + ", over the " + FormatBytes(budget_bytes_) +
+                     " budget: started alone",
+                 now);
+    parts_.status->Warning("'" + state.output + "' (expected to need ~" + FormatBytes(state.estimate.peak_bytes) +
+                           ") does not fit in the memory left under the " + FormatBytes(budget_bytes_) +
+                           " budget; running it alone so the build can progress");
   }
 }
 
@@ -205,6 +213,7 @@ void MemoryController::JobStarted(Edge* edge, JobId id, ProcessRunner* runner) {
   running.job.runs_alone = state.must_run_alone;
   running.job.heavy = state.estimate.peak_bytes >= policy_.config().heavy_threshold;
   parts_.meter->JobStarted(pending_meter_key_, runner->ProcessGroupOf(id));
+  RecordJobStart(&running, state, now);
   running_.emplace(id, std::move(running));
 }
 
@@ -226,6 +235,7 @@ void MemoryController::Tick(ProcessRunner* runner) {
   }
   const MemoryReading reading = Read();
   for (const SafetyAction& action : safety_.Decide(reading, RunningJobs(), now)) ApplySafetyAction(action, runner);
+  RecordSample(reading, now);
   PublishStatus(reading);
   PrintWarnings();
 }
@@ -241,6 +251,7 @@ void MemoryController::ApplySafetyAction(const SafetyAction& action, ProcessRunn
       if (running->frozen_by_signal) runner->SignalJob(running->runner_id, SIGSTOP);
       running->job.frozen = true;
       ++decisions_.freezes;
+      RecordMarker("freeze", running->edge->outputs[0]->path, action.reason, parts_.clock->NowMs());
       Explain("froze '" + running->edge->outputs[0]->path + "': " + action.reason);
       break;
     case SafetyAction::Kind::kThaw:
@@ -250,11 +261,13 @@ void MemoryController::ApplySafetyAction(const SafetyAction& action, ProcessRunn
       else
         parts_.meter->Thaw(running->meter_key);
       running->job.frozen = false;
+      RecordMarker("thaw", running->edge->outputs[0]->path, action.reason, parts_.clock->NowMs());
       Explain("thawed '" + running->edge->outputs[0]->path + "': " + action.reason);
       break;
     case SafetyAction::Kind::kKill:
       running->safety_killed = true;
       ++decisions_.safety_kills;
+      RecordMarker("kill", running->edge->outputs[0]->path, action.reason, parts_.clock->NowMs());
       // A stopped process group must be continued for SIGKILL to take effect promptly everywhere.
       runner->SignalJob(running->runner_id, SIGKILL);
       if (running->job.frozen) {
@@ -286,6 +299,12 @@ bool MemoryController::JobFinished(Edge* edge, JobExit* exit) {
   record.outcome = running.safety_killed      ? JobOutcome::kSafetyKilled
                    : result.oom.oom_killed    ? JobOutcome::kOomKilled
                                               : JobOutcome::kCompleted;
+  RecordJobEnd(running, parts_.clock->NowMs(), record.peak_bytes, PeakSourceName(result.peak_source),
+               record.outcome == JobOutcome::kSafetyKilled ? "safety-killed"
+               : record.outcome == JobOutcome::kOomKilled  ? "oom-killed"
+               : exit->success()                           ? "ok"
+                                                           : "failed",
+               exit->ExitStatusCode());
   std::string learn_error;
   if (!parts_.estimator->Learn(state.description, record, &learn_error) && !learn_error.empty())
     parts_.status->Warning("recording memory history: " + learn_error);
@@ -296,7 +315,11 @@ bool MemoryController::JobFinished(Edge* edge, JobExit* exit) {
 
 bool MemoryController::HandleMemoryFailure(Edge* edge, EdgeState& state, const JobMemoryResult& result,
                                            bool safety_killed, JobExit* exit) {
-  if (!safety_killed) ++decisions_.oom_kills;
+  const int64_t now = parts_.clock->NowMs();
+  if (!safety_killed) {
+    ++decisions_.oom_kills;
+    RecordMarker("oom", state.output, "the kernel's OOM killer ended it (" + result.oom.explanation + ")", now);
+  }
   ++state.memory_failures;
   const uint64_t peak = result.peak_bytes;
   RequeueDecision decision =
@@ -306,9 +329,11 @@ bool MemoryController::HandleMemoryFailure(Edge* edge, EdgeState& state, const J
                                        : "the kernel's OOM killer ended it (" + result.oom.explanation + ")";
     if (!exit->output.empty() && exit->output.back() != '\n') exit->output.push_back('\n');
     exit->output += "headroom: " + reason + "; " + decision.message + "\n";
+    RecordMarker("gave-up", state.output, decision.message, now);
     return false;
   }
   ++decisions_.requeues;
+  RecordMarker("requeue", state.output, decision.message, now);
   state.estimate.peak_bytes = std::max(state.estimate.peak_bytes, decision.new_estimate);
   state.must_run_alone = decision.kind == RequeueDecision::Kind::kRetryAlone;
   parts_.status->Warning(decision.message);
@@ -324,8 +349,59 @@ void MemoryController::PublishStatus(const MemoryReading& reading) {
 }
 
 void MemoryController::BuildEnded() {
-  // Whatever still runs here is being aborted; its measurements do not teach anything.
+  // Whatever still runs here is being aborted; its measurements do not teach anything, but the
+  // timeline keeps it, as the job the build stopped in the middle of.
+  const int64_t now = parts_.clock->NowMs();
+  for (const auto& [id, running] : running_) {
+    const uint64_t peak = std::max(parts_.meter->PeakSoFar(running.meter_key), running.job.peak_rss);
+    RecordJobEnd(running, now, peak, "sampled", "interrupted", -1);
+  }
   running_.clear();
+}
+
+void MemoryController::RecordJobStart(Running* running, const EdgeState& state, int64_t now) {
+  if (!timeline_) return;
+  TimelineJob job;
+  job.output = state.output;
+  job.command = state.command;
+  job.rule = state.rule;
+  job.class_key = state.estimate.class_key;
+  job.start_ms = timeline_->Elapsed(now);
+  job.estimate_bytes = state.estimate.peak_bytes;
+  job.estimate_source = EstimateSourceName(state.estimate.source);
+  job.waited_ms = state.last_wait_ms;
+  running->timeline_job = timeline_->JobStarted(std::move(job));
+}
+
+void MemoryController::RecordJobEnd(const Running& running, int64_t now, uint64_t peak_bytes, const char* method,
+                                    const std::string& outcome, int exit_code) {
+  if (!timeline_) return;
+  timeline_->JobFinished(running.timeline_job, timeline_->Elapsed(now), peak_bytes, method, outcome, exit_code);
+}
+
+void MemoryController::RecordSample(const MemoryReading& reading, int64_t now) {
+  if (!timeline_) return;
+  MemorySample sample;
+  sample.t_ms = timeline_->Elapsed(now);
+  sample.machine_used_bytes = reading.used_bytes;
+  sample.budget_bytes = budget_bytes_;
+  // The budget is held against what the build's jobs use (see AdmissionPolicy::Headroom), so that
+  // is the "used" the report draws under the budget line.
+  for (const auto& [id, running] : running_) {
+    sample.used_bytes += running.job.rss;
+    sample.reserved_bytes += running.job.Owes();
+    sample.jobs.push_back(JobUsage{running.timeline_job, running.job.rss});
+  }
+  sample.pressure_pct = reading.pressure_some_pct;
+  sample.running = static_cast<int>(running_.size());
+  sample.waiting = waiting_now_;
+  timeline_->Sample(sample);
+}
+
+void MemoryController::RecordMarker(const char* kind, const std::string& output, const std::string& detail,
+                                    int64_t now) {
+  if (!timeline_) return;
+  timeline_->Mark(TimelineMarker{timeline_->Elapsed(now), kind, output, detail});
 }
 
 }  // namespace headroom
