@@ -1,0 +1,33 @@
+// Scheduling priorities: critical-path weights over a job DAG, by edge count (ninja's order), by predicted
+// duration, or by duration with a bonus for memory-heavy (hard-to-pack) jobs.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace headroom {
+
+enum class PriorityMode {
+  kEdgeCount,          // ninja >= 1.12: longest chain of jobs below, each counting 1.
+  kDuration,           // longest chain of predicted durations below (unknown durations: the mean known one).
+  kDurationAndMemory,  // kDuration with each job's own cost scaled up by its share of the budget.
+};
+
+struct PriorityJob {
+  int64_t duration_ms = 0;  // 0 = unknown.
+  uint64_t peak_bytes = 0;
+};
+
+// `dependents[j]` lists the jobs that need job j's outputs (edges j -> k). Returns one weight per job:
+// higher runs first. Returns nullopt and sets *error on a cycle. Iterative, so deep graphs cannot overflow
+// the stack. `budget_bytes` scales the memory bonus (0 disables it).
+std::optional<std::vector<double>> ComputePriorities(const std::vector<std::vector<uint32_t>>& dependents,
+                                                     const std::vector<PriorityJob>& jobs, PriorityMode mode,
+                                                     uint64_t budget_bytes, std::string* error);
+
+// Parses "edges", "duration", "memory" (for a command-line switch); nullopt on anything else.
+std::optional<PriorityMode> ParsePriorityMode(const std::string& name);
+
+}  // namespace headroom

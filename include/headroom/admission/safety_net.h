@@ -1,0 +1,68 @@
+// The safety net for wrong predictions: freeze the youngest jobs when memory runs critically low, thaw them
+// when it frees, kill-and-requeue the youngest frozen job as a last resort; and the requeue policy for
+// jobs that were OOM-killed or killed by the net. Pure logic: the caller applies the actions.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "headroom/admission/admission_policy.h"
+#include "headroom/memory/reading.h"
+
+namespace headroom {
+
+struct SafetyConfig {
+  uint64_t critical_bytes = 0;   // headroom below this is critical; 0 = half the admission reserve.
+  int64_t kill_grace_ms = 2'000; // critical this long with only the oldest job unfrozen: kill.
+  // Headroom below this fraction of critical_bytes kills at once (growth outruns the grace period).
+  double kill_now_fraction = 0.5;
+  // Jobs whose RSS grew this recently count as growing: all of them freeze at once when critical.
+  int64_t growing_within_ms = 1'000;
+};
+
+struct SafetyAction {
+  enum class Kind { kFreeze, kThaw, kKill };
+  Kind kind;
+  uint64_t job_id;
+  std::string reason;
+};
+
+class SafetyNet {
+ public:
+  SafetyNet(const AdmissionPolicy& admission, SafetyConfig config = {}) : admission_(admission), config_(config) {}
+
+  // `running` is ordered oldest first. Critical: freezes every growing job but the oldest (or else the
+  // youngest unfrozen one); still critical with all but the oldest frozen: kills the youngest. Never
+  // freezes the oldest job, and thaws it at once if frozen (it must always progress). Returns the actions
+  // to apply now, in order. Keeps a little state (how long memory has been critical), hence not const.
+  std::vector<SafetyAction> Decide(const MemoryReading& reading, std::span<const RunningJob> running,
+                                   int64_t now_ms);
+
+  uint64_t CriticalBytes(uint64_t budget) const;
+
+ private:
+  const AdmissionPolicy& admission_;
+  SafetyConfig config_;
+  int64_t critical_since_ms_ = -1;
+};
+
+struct RequeueConfig {
+  int max_attempts = 3;           // total runs allowed; the last ones run alone.
+  double raise_factor = 1.5;      // the new estimate is at least the observed peak times this.
+};
+
+struct RequeueDecision {
+  enum class Kind { kRetry, kRetryAlone, kGiveUp };
+  Kind kind;
+  uint64_t new_estimate = 0;
+  std::string message;  // for kGiveUp the build error; otherwise a one-line notice.
+};
+
+// Decides what to do with a job that was killed for memory (by the kernel's OOM killer or the safety net).
+// `failures` counts this failure (1 on the first). The estimate never goes down.
+RequeueDecision DecideRequeue(int failures, uint64_t observed_peak, uint64_t previous_estimate, uint64_t budget,
+                              bool killed_by_kernel, const RequeueConfig& config = {});
+
+}  // namespace headroom

@@ -1,0 +1,73 @@
+// Predicts a job's peak memory and duration from, best first: this edge's history, the user's headroom_mem
+// hint, finished jobs of the same class (this build or earlier ones), and priors read from the command.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "headroom/estimator/priors.h"
+#include "headroom/history/history_store.h"
+
+namespace headroom {
+
+enum class EstimateSource { kEdgeHistory, kUserHint, kClassHistory, kPrior };
+const char* EstimateSourceName(EstimateSource source);
+
+// What the estimator needs to know about a job; no graph types, so it is testable on its own.
+struct JobDescription {
+  std::string_view output;           // first output path: the history key with command_hash.
+  uint64_t command_hash = 0;         // the same hash ninja's log uses for the command.
+  std::string_view command;
+  std::string_view rule;
+  std::string_view rspfile_content;  // $rspfile_content, for link inputs behind @file; may be empty.
+  std::optional<std::string_view> mem_hint;  // value of the edge variable headroom_mem ("4G"), if set.
+};
+
+struct Estimate {
+  uint64_t peak_bytes = 0;
+  int64_t duration_ms = 0;     // 0 = unknown (no history): priority falls back to edge counts.
+  EstimateSource source = EstimateSource::kPrior;
+  bool unknown_heavy = false;  // a heavy prior for a class never measured: admit one probe job first.
+  std::string class_key;
+  std::string why;             // one line for -d explain / status: "edge history: max of 3 runs x1.10".
+};
+
+struct EstimatorConfig {
+  PriorConstants priors;
+  size_t edge_window = 4;                  // how many recent runs of the edge the max is taken over.
+  double edge_margin = 1.10;               // polling misses short spikes; runs vary a few percent.
+  double killed_factor = 1.5;              // a killed job was still growing: it needs at least this much more.
+  double class_quantile = 0.9;
+  double class_margin = 1.15;              // class members differ more than reruns of one edge do.
+  uint64_t heavy_threshold = 2 * kGiB;     // priors at or above this are "heavy": probe the class first.
+  uint64_t minimum_estimate = 16 * kMiB;   // nothing is free: a shell alone costs a few MiB.
+};
+
+class Estimator {
+ public:
+  // `history` may be null (no learning); `sizes` may be empty (linkers then use the unknown-inputs prior).
+  Estimator(HistoryStore* history, FileSizeFn sizes, EstimatorConfig config = {});
+
+  // The estimate for one job. Cheap but not free (parses the command): callers cache it per job.
+  Estimate Predict(const JobDescription& job) const;
+
+  // Stores a finished or killed job in the history (file and memory), so later predictions of the same
+  // edge and class in this build already use it. Returns false with *error when the file write failed.
+  bool Learn(const JobDescription& job, const HistoryRecord& record, std::string* error);
+
+  const EstimatorConfig& config() const { return config_; }
+
+ private:
+  std::optional<Estimate> FromEdgeHistory(const JobDescription& job, const Prior& prior) const;
+  std::optional<Estimate> FromHint(const JobDescription& job) const;
+  std::optional<Estimate> FromClass(const std::string& class_key) const;
+  uint64_t Floor(uint64_t bytes) const;
+
+  HistoryStore* history_;
+  FileSizeFn sizes_;
+  EstimatorConfig config_;
+};
+
+}  // namespace headroom

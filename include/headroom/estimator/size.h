@@ -1,0 +1,37 @@
+// Byte-size parsing and formatting: "4G", "1.5GiB", "512M", "60%" for --mem-budget/--mem-reserve and the
+// headroom_mem edge hint, and "4.2 GiB" for messages.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace headroom {
+
+// Parses a byte count: plain digits ("1048576"), or a number (decimals allowed) followed by K, M, G or T
+// with an optional "i" and/or "B" ("4G", "4GiB", "4gb", "1.5 GiB", "512k"). Every suffix is binary (1024-based),
+// as for memory sizes everywhere else (free -g, docker, cgroup files). Returns nullopt and sets *error to a
+// message naming the input on garbage, negative numbers, empty input or overflow.
+std::optional<uint64_t> ParseSize(std::string_view text, std::string* error);
+
+// A budget is either an absolute size or a percentage of the machine/cgroup limit ("75%").
+struct BudgetSpec {
+  uint64_t bytes = 0;     // set when absolute.
+  double fraction = 0.0;  // 0 < fraction <= 1 when given as "N%".
+  bool is_fraction() const { return fraction > 0.0; }
+  // Resolves against the effective limit; an absolute size wins as given.
+  uint64_t Resolve(uint64_t limit_bytes) const;
+};
+
+// Accepts everything ParseSize accepts plus "N%" with 0 < N <= 100.
+std::optional<BudgetSpec> ParseBudget(std::string_view text, std::string* error);
+
+// Human-readable size: "900 B", "512 MiB", "4.2 GiB", "6.0 GiB" (one decimal from GiB up). Used in every reason and message.
+std::string FormatBytes(uint64_t bytes);
+
+inline constexpr uint64_t kKiB = 1024;
+inline constexpr uint64_t kMiB = 1024 * kKiB;
+inline constexpr uint64_t kGiB = 1024 * kMiB;
+
+}  // namespace headroom

@@ -1,0 +1,126 @@
+// The memory history (.headroom_history in the build dir): measured peaks and durations per edge and
+// aggregates per job class, loaded at start, appended to as jobs finish, compacted when bloated.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace headroom {
+
+// How a peak was measured. A cgroup peak is exact; a process-tree poll may miss short spikes;
+// ru_maxrss is the largest single process only, i.e. a lower bound for multi-process tools such as nvcc.
+enum class PeakMethod : char { kUnknown = 'u', kCgroup = 'c', kProcessTree = 't', kRusage = 'r' };
+
+// How the job ended. Killed jobs never reached their real peak: their figure is a lower bound.
+enum class JobOutcome : char { kCompleted = 'c', kOomKilled = 'o', kSafetyKilled = 's' };
+
+struct HistoryRecord {
+  uint64_t peak_bytes = 0;
+  int64_t duration_ms = 0;
+  PeakMethod method = PeakMethod::kUnknown;
+  JobOutcome outcome = JobOutcome::kCompleted;
+  bool killed() const { return outcome != JobOutcome::kCompleted; }
+};
+
+// The last few runs of one edge (first output path) with its current command.
+struct EdgeHistory {
+  uint64_t command_hash = 0;
+  uint32_t class_id = 0;
+  std::vector<HistoryRecord> recent;  // oldest first, at most HistoryStore::kRecentPerEdge.
+};
+
+// Aggregates over completed jobs of one class (rule + tool + flags without file names).
+class ClassStats {
+ public:
+  static constexpr size_t kRecentPeaks = 64;  // window for the quantile: recent builds matter most.
+
+  explicit ClassStats(std::string key) : key_(std::move(key)) {}
+  void Add(const HistoryRecord& record);
+
+  const std::string& key() const { return key_; }
+  uint64_t completed() const { return completed_; }  // completed jobs seen (history + this build).
+  uint64_t killed() const { return killed_; }
+  uint64_t max_peak() const { return max_peak_; }
+  // The q-quantile (0..1) of the recent completed peaks, nearest-rank; 0 when none.
+  uint64_t PeakQuantile(double q) const;
+  int64_t MeanDurationMs() const;
+
+ private:
+  std::string key_;
+  uint64_t completed_ = 0;
+  uint64_t killed_ = 0;
+  uint64_t max_peak_ = 0;
+  int64_t total_duration_ms_ = 0;
+  std::vector<uint64_t> recent_peaks_;  // ring buffer of completed peaks.
+  size_t ring_next_ = 0;
+};
+
+class HistoryStore {
+ public:
+  static constexpr size_t kRecentPerEdge = 8;
+  static constexpr const char* kFileName = ".headroom_history";
+  // Compact at load when the file holds this many records and over 3x the live ones.
+  static constexpr size_t kCompactMinRecords = 1000;
+  static constexpr size_t kCompactRatio = 3;
+
+  HistoryStore() = default;
+  ~HistoryStore();
+  HistoryStore(const HistoryStore&) = delete;
+  HistoryStore& operator=(const HistoryStore&) = delete;
+
+  // Loads `path` (missing = empty history) and opens it for appending. Never fails hard: a foreign,
+  // corrupt, truncated or newer-version file is reported in the returned warning (empty when all was
+  // well) and rewritten from whatever could be read. A file that cannot be written leaves the store
+  // working in memory, also with a warning.
+  std::string Open(const std::string& path);
+
+  // Adds one finished (or killed) job and appends it to the file, flushed. A changed command hash
+  // starts the edge's history afresh. Returns false with *error set when the file write failed
+  // (the record is still kept in memory).
+  bool Record(std::string_view output, uint64_t command_hash, std::string_view class_key,
+              const HistoryRecord& record, std::string* error);
+
+  // The edge's history, or nullptr when it has none for this command hash.
+  const EdgeHistory* FindEdge(std::string_view output, uint64_t command_hash) const;
+  const ClassStats* FindClass(std::string_view class_key) const;
+  const ClassStats& ClassById(uint32_t id) const { return classes_[id]; }
+
+  // Rewrites the file with only the live records (temp file + rename). Also done by Open when bloated.
+  bool Compact(std::string* error);
+  void Close();
+
+  size_t edge_count() const { return edges_.size(); }
+  size_t class_count() const { return classes_.size(); }
+  size_t records_in_file() const { return records_in_file_; }
+  size_t LiveRecordCount() const;
+
+ private:
+  struct StringHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
+  };
+  using EdgeMap = std::unordered_map<std::string, EdgeHistory, StringHash, std::equal_to<>>;
+  using ClassIndex = std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>>;
+
+  // Parses the whole file; returns a warning for damage, sets *needs_rewrite when the file must be rebuilt.
+  std::string Parse(std::string_view contents, bool* needs_rewrite);
+  bool ParseLine(std::string_view line);
+  uint32_t InternClass(std::string_view key);
+  void AddToMemory(std::string_view output, uint64_t command_hash, uint32_t class_id, const HistoryRecord& record);
+  bool AppendLine(const std::string& line, std::string* error);
+  bool WriteClassLineIfNew(uint32_t class_id, std::string* error);
+
+  std::string path_;
+  std::FILE* file_ = nullptr;
+  EdgeMap edges_;
+  std::vector<ClassStats> classes_;
+  ClassIndex class_index_;
+  std::vector<bool> class_in_file_;
+  size_t records_in_file_ = 0;
+};
+
+}  // namespace headroom

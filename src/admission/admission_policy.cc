@@ -1,0 +1,173 @@
+// Admission: avail - sum(owed by running jobs) - candidate peak >= reserve, with forward progress,
+// pressure stops, staggering of identical heavy jobs and probing of unknown heavy classes.
+#include "headroom/admission/admission_policy.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace headroom {
+namespace {
+
+uint64_t SaturatingSub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
+
+AdmissionDecision Admit(std::string reason, bool over_budget = false) {
+  return {true, WaitKind::kNone, over_budget, std::move(reason)};
+}
+
+AdmissionDecision Wait(WaitKind kind, std::string reason) { return {false, kind, false, std::move(reason)}; }
+
+}  // namespace
+
+void MemoryTrack::Observe(RunningJob* job, uint64_t rss, int64_t now_ms) {
+  job->rss = rss;
+  uint64_t noise = static_cast<uint64_t>(static_cast<double>(job->peak_rss) * kGrowthFraction);
+  if (rss > job->peak_rss + noise) job->last_growth_ms = now_ms;
+  job->peak_rss = std::max(job->peak_rss, rss);
+  // A job past its estimate was mispredicted and is likely still growing: assume a quarter more, so what it
+  // "owes" stays positive and admission stops counting on memory it is about to take.
+  if (rss > job->predicted_peak) {
+    job->predicted_peak = static_cast<uint64_t>(static_cast<double>(rss) * kOverrunFactor);
+  }
+}
+
+uint64_t AdmissionPolicy::Budget(const MemoryReading& reading) const {
+  if (config_.budget_bytes == 0) return reading.limit_bytes;
+  if (reading.limit_bytes == 0) return config_.budget_bytes;
+  return std::min(reading.limit_bytes, config_.budget_bytes);
+}
+
+uint64_t AdmissionPolicy::Reserve(uint64_t budget) const {
+  if (config_.reserve_bytes != 0) return config_.reserve_bytes;
+  return std::max(static_cast<uint64_t>(static_cast<double>(budget) * config_.reserve_fraction),
+                  config_.reserve_floor);
+}
+
+uint64_t AdmissionPolicy::Headroom(const MemoryReading& reading, std::span<const RunningJob> running) const {
+  uint64_t build_rss = 0;
+  for (const RunningJob& job : running) build_rss += job.rss;
+  // available covers everything on the machine/cgroup; budget - build RSS enforces a --mem-budget smaller than it.
+  return std::min(reading.available_bytes, SaturatingSub(Budget(reading), build_rss));
+}
+
+bool AdmissionPolicy::PeakIsBehind(const RunningJob& job, int64_t now_ms) const {
+  bool reached_estimate =
+      static_cast<double>(job.peak_rss) >= config_.peak_passed_fraction * static_cast<double>(job.predicted_peak);
+  bool plateaued = now_ms - std::max(job.last_growth_ms, job.started_ms) >= config_.plateau_ms;
+  return reached_estimate || plateaued;
+}
+
+std::string AdmissionPolicy::StaggerWait(std::span<const RunningJob> running, const Candidate& candidate,
+                                         int64_t now_ms) const {
+  for (const RunningJob& job : running) {
+    if (job.class_key != candidate.class_key || PeakIsBehind(job, now_ms)) continue;
+    if (candidate.unknown_heavy) {
+      return fmt::format("probing an unmeasured heavy class: waiting for job {} to peak (at {} so far)", job.id,
+                         FormatBytes(job.peak_rss));
+    }
+    if (candidate.predicted_peak >= config_.heavy_threshold && now_ms - job.started_ms < config_.stagger_ms) {
+      return fmt::format("staggering identical heavy jobs: job {} started {:.1f}s ago and has not peaked", job.id,
+                         static_cast<double>(now_ms - job.started_ms) / 1000.0);
+    }
+  }
+  return "";
+}
+
+AdmissionDecision AdmissionPolicy::Decide(const MemoryReading& reading, std::span<const RunningJob> running,
+                                          const Candidate& candidate, int64_t now_ms) const {
+  uint64_t budget = Budget(reading);
+  if (budget == 0) return Admit("memory limit unknown: admission by CPU slots only");
+  uint64_t reserve = Reserve(budget);
+  uint64_t headroom = Headroom(reading, running);
+  uint64_t peak = candidate.predicted_peak;
+  // An unmeasured heavy class learns from its running probe: the next one needs at least what it reached.
+  for (const RunningJob& job : running) {
+    if (candidate.unknown_heavy && job.class_key == candidate.class_key) {
+      peak = std::max(peak, static_cast<uint64_t>(static_cast<double>(job.peak_rss) * 1.1));
+    }
+  }
+  uint64_t owed = 0;
+  for (const RunningJob& job : running) owed += job.Owes();
+  bool fits = headroom >= owed + peak + reserve;
+  std::string need = fmt::format("needs ~{}, {} left after running jobs", FormatBytes(peak),
+                                 FormatBytes(SaturatingSub(headroom, owed)));
+
+  if (running.empty()) {
+    // Forward progress: with nothing running, waiting cannot free anything.
+    if (fits) return Admit(need);
+    return Admit(fmt::format("{}; over budget {} (reserve {}), running it alone", need, FormatBytes(budget),
+                             FormatBytes(reserve)),
+                 /*over_budget=*/true);
+  }
+  if (candidate.must_run_alone) {
+    return Wait(WaitKind::kAlone, fmt::format("runs alone after an earlier failure: waiting for {} running job(s)",
+                                              running.size()));
+  }
+  auto alone = std::find_if(running.begin(), running.end(), [](const RunningJob& j) { return j.runs_alone; });
+  if (alone != running.end()) return Wait(WaitKind::kAlone, fmt::format("job {} runs alone", alone->id));
+  size_t frozen = std::count_if(running.begin(), running.end(), [](const RunningJob& j) { return j.frozen; });
+  if (frozen > 0) return Wait(WaitKind::kFrozen, fmt::format("{} job(s) frozen for lack of memory", frozen));
+  if (reading.pressure_some_pct > config_.pressure_some_pct) {
+    return Wait(WaitKind::kPressure, fmt::format("memory pressure: stalled {:.1f}% of the time (limit {:.1f}%)",
+                                                 reading.pressure_some_pct, config_.pressure_some_pct));
+  }
+  if (headroom < reserve) {
+    return Wait(WaitKind::kPressure,
+                fmt::format("only {} available, below the reserve {}", FormatBytes(headroom), FormatBytes(reserve)));
+  }
+  std::string stagger = StaggerWait(running, candidate, now_ms);
+  if (!stagger.empty()) {
+    return Wait(candidate.unknown_heavy ? WaitKind::kProbe : WaitKind::kStagger, std::move(stagger));
+  }
+  if (!fits) return Wait(WaitKind::kMemory, fmt::format("{} (reserve {})", need, FormatBytes(reserve)));
+  return Admit(need);
+}
+
+AdmissionPolicy::TickResult AdmissionPolicy::PlanTick(const MemoryReading& reading,
+                                                      std::span<const RunningJob> running,
+                                                      std::span<const Candidate> ready, int free_slots,
+                                                      int64_t now_ms) const {
+  TickResult result;
+  std::vector<RunningJob> planned(running.begin(), running.end());
+  // Aging: candidates ready for starvation_ms go first, whatever their priority; one of them that waits for
+  // memory stops everything behind it, or the lighter jobs would keep the memory it needs busy forever.
+  std::vector<const Candidate*> order;
+  for (const Candidate& c : ready) {
+    if (now_ms - c.ready_since_ms >= config_.starvation_ms) order.push_back(&c);
+  }
+  for (const Candidate& c : ready) {
+    if (now_ms - c.ready_since_ms < config_.starvation_ms) order.push_back(&c);
+  }
+  bool head_waiting = false;
+  for (const Candidate* next : order) {
+    const Candidate& candidate = *next;
+    if (free_slots <= 0) break;
+    AdmissionDecision decision = Decide(reading, planned, candidate, now_ms);
+    if (!decision.admit) {
+      if (!head_waiting) {
+        head_waiting = true;
+        result.head_reason = decision.reason;
+      }
+      if (decision.wait == WaitKind::kMemory && now_ms - candidate.ready_since_ms >= config_.starvation_ms) break;
+      if (decision.wait == WaitKind::kAlone || decision.wait == WaitKind::kFrozen ||
+          decision.wait == WaitKind::kPressure) {
+        break;  // nobody else can start either.
+      }
+      continue;
+    }
+    RunningJob job;
+    job.id = candidate.id;
+    job.class_key = candidate.class_key;
+    job.predicted_peak = candidate.predicted_peak;
+    job.started_ms = job.last_growth_ms = now_ms;
+    job.runs_alone = candidate.must_run_alone || decision.over_budget;
+    job.heavy = candidate.predicted_peak >= config_.heavy_threshold;
+    planned.push_back(job);
+    result.admitted.push_back(candidate.id);
+    if (decision.over_budget) result.over_budget.push_back(candidate.id);
+    --free_slots;
+  }
+  return result;
+}
+
+}  // namespace headroom

@@ -1,0 +1,338 @@
+// .headroom_history: a line-oriented, versioned, append-only file of job peaks, compacted like ninja's log.
+//   # headroom history v1
+//   C <id> <class key>                                   class ids are dense, in order of first use
+//   E <class id> <cmd hash hex> <peak> <ms> <method> <outcome> <output>
+// Fields are tab-separated; the class key and the output are last and escape \ TAB and newline.
+#include "headroom/history/history_store.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace headroom {
+namespace {
+
+constexpr std::string_view kMagic = "# headroom history v";
+constexpr int kVersion = 1;
+
+std::string Escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '\t') out += "\\t";
+    else if (c == '\n') out += "\\n";
+    else out += c;
+  }
+  return out;
+}
+
+bool Unescape(std::string_view text, std::string* out) {
+  if (text.find('\\') == std::string_view::npos) {  // the common case: nothing to unescape.
+    out->assign(text);
+    return true;
+  }
+  out->clear();
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '\\') {
+      *out += text[i];
+      continue;
+    }
+    if (++i == text.size()) return false;
+    if (text[i] == '\\') *out += '\\';
+    else if (text[i] == 't') *out += '\t';
+    else if (text[i] == 'n') *out += '\n';
+    else return false;
+  }
+  return true;
+}
+
+// Splits off the next tab-separated field; false when there is none.
+bool NextField(std::string_view* rest, std::string_view* field) {
+  if (rest->empty()) return false;
+  size_t tab = rest->find('\t');
+  *field = rest->substr(0, tab);
+  rest->remove_prefix(tab == std::string_view::npos ? rest->size() : tab + 1);
+  return true;
+}
+
+template <typename Int>
+bool ParseInt(std::string_view text, Int* value, int base = 10) {
+  if (text.empty()) return false;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *value, base);
+  return ec == std::errc() && end == text.data() + text.size();
+}
+
+bool IsPeakMethod(char c) { return c == 'u' || c == 'c' || c == 't' || c == 'r'; }
+bool IsOutcome(char c) { return c == 'c' || c == 'o' || c == 's'; }
+
+std::string HeaderLine() { return fmt::format("{}{}\n", kMagic, kVersion); }
+
+std::string ClassLine(uint32_t id, std::string_view key) { return fmt::format("C\t{}\t{}\n", id, Escape(key)); }
+
+std::string EdgeLine(std::string_view output, uint64_t command_hash, uint32_t class_id, const HistoryRecord& r) {
+  return fmt::format("E\t{}\t{:016x}\t{}\t{}\t{}\t{}\t{}\n", class_id, command_hash, r.peak_bytes, r.duration_ms,
+                     static_cast<char>(r.method), static_cast<char>(r.outcome), Escape(output));
+}
+
+bool ReadWholeFile(const std::string& path, std::string* contents, bool* exists) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  *exists = f != nullptr;
+  if (!f) return errno == ENOENT;
+  char buffer[1 << 16];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) contents->append(buffer, n);
+  bool ok = !std::ferror(f);
+  std::fclose(f);
+  return ok;
+}
+
+}  // namespace
+
+void ClassStats::Add(const HistoryRecord& record) {
+  if (record.killed()) {
+    ++killed_;  // a killed job's figure is only a lower bound: keep it out of the quantile.
+    return;
+  }
+  ++completed_;
+  max_peak_ = std::max(max_peak_, record.peak_bytes);
+  total_duration_ms_ += record.duration_ms;
+  if (recent_peaks_.size() < kRecentPeaks) {
+    recent_peaks_.push_back(record.peak_bytes);
+  } else {
+    recent_peaks_[ring_next_] = record.peak_bytes;
+    ring_next_ = (ring_next_ + 1) % kRecentPeaks;
+  }
+}
+
+uint64_t ClassStats::PeakQuantile(double q) const {
+  if (recent_peaks_.empty()) return 0;
+  std::vector<uint64_t> sorted = recent_peaks_;
+  std::sort(sorted.begin(), sorted.end());
+  // Nearest rank: the smallest value with at least q of the samples at or below it.
+  size_t rank = static_cast<size_t>(q * static_cast<double>(sorted.size()) + 0.999999);
+  rank = std::clamp<size_t>(rank, 1, sorted.size());
+  return sorted[rank - 1];
+}
+
+int64_t ClassStats::MeanDurationMs() const {
+  return completed_ == 0 ? 0 : total_duration_ms_ / static_cast<int64_t>(completed_);
+}
+
+HistoryStore::~HistoryStore() { Close(); }
+
+void HistoryStore::Close() {
+  if (file_) std::fclose(file_);
+  file_ = nullptr;
+}
+
+uint32_t HistoryStore::InternClass(std::string_view key) {
+  auto found = class_index_.find(key);
+  if (found != class_index_.end()) return found->second;
+  uint32_t id = static_cast<uint32_t>(classes_.size());
+  classes_.emplace_back(std::string(key));
+  class_index_.emplace(std::string(key), id);
+  class_in_file_.push_back(false);
+  return id;
+}
+
+void HistoryStore::AddToMemory(std::string_view output, uint64_t command_hash, uint32_t class_id,
+                               const HistoryRecord& record) {
+  auto it = edges_.find(output);
+  if (it == edges_.end()) it = edges_.emplace(std::string(output), EdgeHistory{}).first;
+  EdgeHistory& edge = it->second;
+  if (edge.command_hash != command_hash || edge.recent.empty()) {
+    edge.recent.clear();  // a new command: measurements of the old one no longer describe this edge.
+    edge.command_hash = command_hash;
+  }
+  edge.class_id = class_id;
+  if (edge.recent.size() == kRecentPerEdge) edge.recent.erase(edge.recent.begin());
+  edge.recent.push_back(record);
+  classes_[class_id].Add(record);
+}
+
+bool HistoryStore::ParseLine(std::string_view line) {
+  std::string_view kind, field;
+  if (!NextField(&line, &kind) || kind.size() != 1) return false;
+  if (kind == "C") {
+    uint32_t id;
+    std::string key;
+    // Ids must be dense and in order, so appended lines never clash with earlier ones.
+    if (!NextField(&line, &field) || !ParseInt(field, &id) || id != classes_.size()) return false;
+    if (!Unescape(line, &key) || class_index_.count(key)) return false;
+    InternClass(key);
+    class_in_file_[id] = true;
+    return true;
+  }
+  if (kind != "E") return false;
+  uint32_t class_id;
+  uint64_t hash;
+  HistoryRecord record;
+  std::string_view method, outcome;
+  std::string output;
+  if (!NextField(&line, &field) || !ParseInt(field, &class_id) || class_id >= classes_.size()) return false;
+  if (!NextField(&line, &field) || !ParseInt(field, &hash, 16)) return false;
+  if (!NextField(&line, &field) || !ParseInt(field, &record.peak_bytes)) return false;
+  if (!NextField(&line, &field) || !ParseInt(field, &record.duration_ms) || record.duration_ms < 0) return false;
+  if (!NextField(&line, &method) || method.size() != 1 || !IsPeakMethod(method[0])) return false;
+  if (!NextField(&line, &outcome) || outcome.size() != 1 || !IsOutcome(outcome[0])) return false;
+  if (line.empty() || !Unescape(line, &output)) return false;
+  record.method = static_cast<PeakMethod>(method[0]);
+  record.outcome = static_cast<JobOutcome>(outcome[0]);
+  AddToMemory(output, hash, class_id, record);
+  ++records_in_file_;
+  return true;
+}
+
+std::string HistoryStore::Parse(std::string_view contents, bool* needs_rewrite) {
+  size_t header_end = contents.find('\n');
+  std::string_view header = contents.substr(0, header_end);
+  if (header.substr(0, kMagic.size()) != kMagic) {
+    *needs_rewrite = true;
+    return fmt::format("{} is not a headroom history file; starting a new one", path_);
+  }
+  int version = 0;
+  if (!ParseInt(header.substr(kMagic.size()), &version) || version != kVersion || header_end == contents.npos) {
+    *needs_rewrite = true;
+    return fmt::format("{} has an unsupported version ('{}'); starting a new one", path_, header);
+  }
+  size_t pos = header_end + 1;
+  size_t line_number = 1;
+  // One rehash-free pass: there are at most as many edges as lines.
+  edges_.reserve(static_cast<size_t>(std::count(contents.begin() + static_cast<long>(pos), contents.end(), '\n')));
+  while (pos < contents.size()) {
+    ++line_number;
+    size_t end = contents.find('\n', pos);
+    if (end == std::string_view::npos) {
+      *needs_rewrite = true;  // killed mid-write: drop the partial record so appends start on a fresh line.
+      return fmt::format("{} is truncated (incomplete last record); keeping the {} records before it", path_,
+                         records_in_file_);
+    }
+    if (!ParseLine(contents.substr(pos, end - pos))) {
+      *needs_rewrite = true;
+      return fmt::format("{} is corrupt at line {}; keeping the {} records before it and rewriting it", path_,
+                         line_number, records_in_file_);
+    }
+    pos = end + 1;
+  }
+  return "";
+}
+
+std::string HistoryStore::Open(const std::string& path) {
+  Close();
+  path_ = path;
+  std::string contents;
+  bool exists = false;
+  if (!ReadWholeFile(path, &contents, &exists)) {
+    return fmt::format("cannot read {}: {}; memory history disabled for this build", path, std::strerror(errno));
+  }
+  bool needs_rewrite = !exists || contents.empty();
+  std::string warning = exists && !contents.empty() ? Parse(contents, &needs_rewrite) : "";
+  bool bloated = records_in_file_ >= kCompactMinRecords && records_in_file_ > kCompactRatio * LiveRecordCount();
+  std::string error;
+  if ((needs_rewrite || bloated) && !Compact(&error)) {
+    return warning.empty() ? error : warning + "; " + error;
+  }
+  if (!file_) file_ = std::fopen(path.c_str(), "ab");
+  if (!file_) {
+    std::string reason = fmt::format("cannot append to {}: {}", path, std::strerror(errno));
+    return warning.empty() ? reason : warning + "; " + reason;
+  }
+  return warning;
+}
+
+bool HistoryStore::AppendLine(const std::string& line, std::string* error) {
+  if (!file_) return true;  // memory-only store (tests, or the file could not be opened).
+  if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0) {
+    *error = fmt::format("writing {}: {}", path_, std::strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+bool HistoryStore::WriteClassLineIfNew(uint32_t class_id, std::string* error) {
+  if (class_in_file_[class_id] || !file_) return true;
+  if (!AppendLine(ClassLine(class_id, classes_[class_id].key()), error)) return false;
+  class_in_file_[class_id] = true;
+  return true;
+}
+
+bool HistoryStore::Record(std::string_view output, uint64_t command_hash, std::string_view class_key,
+                          const HistoryRecord& record, std::string* error) {
+  uint32_t class_id = InternClass(class_key);
+  AddToMemory(output, command_hash, class_id, record);
+  if (!file_) return true;
+  if (!WriteClassLineIfNew(class_id, error)) return false;
+  if (!AppendLine(EdgeLine(output, command_hash, class_id, record), error)) return false;
+  ++records_in_file_;
+  return true;
+}
+
+const EdgeHistory* HistoryStore::FindEdge(std::string_view output, uint64_t command_hash) const {
+  auto it = edges_.find(output);
+  if (it == edges_.end() || it->second.command_hash != command_hash || it->second.recent.empty()) return nullptr;
+  return &it->second;
+}
+
+const ClassStats* HistoryStore::FindClass(std::string_view class_key) const {
+  auto it = class_index_.find(class_key);
+  return it == class_index_.end() ? nullptr : &classes_[it->second];
+}
+
+size_t HistoryStore::LiveRecordCount() const {
+  size_t live = 0;
+  for (const auto& [output, edge] : edges_) live += edge.recent.size();
+  return live;
+}
+
+bool HistoryStore::Compact(std::string* error) {
+  if (path_.empty()) return true;
+  Close();
+  // Only classes still used by an edge survive; ids are renumbered densely in first-use order.
+  std::vector<int64_t> new_id(classes_.size(), -1);
+  std::string text = HeaderLine();
+  uint32_t next_id = 0;
+  for (const auto& [output, edge] : edges_) {
+    if (new_id[edge.class_id] < 0) {
+      new_id[edge.class_id] = next_id;
+      text += ClassLine(next_id++, classes_[edge.class_id].key());
+    }
+    for (const HistoryRecord& record : edge.recent) {
+      text += EdgeLine(output, edge.command_hash, static_cast<uint32_t>(new_id[edge.class_id]), record);
+    }
+  }
+  std::string temp_path = path_ + ".tmp";
+  std::FILE* temp = std::fopen(temp_path.c_str(), "wb");
+  bool ok = temp && std::fwrite(text.data(), 1, text.size(), temp) == text.size();
+  ok = temp && std::fclose(temp) == 0 && ok;
+  if (!ok || std::rename(temp_path.c_str(), path_.c_str()) != 0) {
+    *error = fmt::format("cannot rewrite {}: {}; memory history kept in memory only", path_, std::strerror(errno));
+    std::remove(temp_path.c_str());
+    return false;
+  }
+  // Mirror the renumbering in memory so later appends use the ids the file now has.
+  std::vector<ClassStats> kept;
+  ClassIndex index;
+  kept.reserve(next_id);
+  for (uint32_t old = 0; old < classes_.size(); ++old) {
+    if (new_id[old] < 0) continue;
+    index.emplace(classes_[old].key(), static_cast<uint32_t>(kept.size()));
+    kept.push_back(std::move(classes_[old]));
+  }
+  for (auto& [output, edge] : edges_) edge.class_id = static_cast<uint32_t>(new_id[edge.class_id]);
+  classes_ = std::move(kept);
+  class_index_ = std::move(index);
+  class_in_file_.assign(classes_.size(), true);
+  records_in_file_ = LiveRecordCount();
+  file_ = std::fopen(path_.c_str(), "ab");
+  if (!file_) {
+    *error = fmt::format("cannot append to {}: {}", path_, std::strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+}  // namespace headroom

@@ -1,0 +1,297 @@
+// Tests for the admission rule, the safety net, the requeue policy and critical-path priorities.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "headroom/admission/admission_policy.h"
+#include "headroom/admission/priority.h"
+#include "headroom/admission/safety_net.h"
+
+namespace headroom {
+namespace {
+
+MemoryReading Reading(uint64_t limit, uint64_t available, double psi = 0.0) {
+  MemoryReading reading;
+  reading.limit_bytes = limit;
+  reading.available_bytes = available;
+  reading.used_bytes = limit - available;
+  reading.pressure_some_pct = psi;
+  return reading;
+}
+
+RunningJob Running(uint64_t id, uint64_t peak, uint64_t rss, int64_t started = 0, std::string cls = "c") {
+  RunningJob job;
+  job.id = id;
+  job.class_key = std::move(cls);
+  job.predicted_peak = peak;
+  job.rss = job.peak_rss = rss;
+  job.started_ms = job.last_growth_ms = started;
+  return job;
+}
+
+Candidate Cand(uint64_t id, uint64_t peak, std::string cls = "other") {
+  Candidate c;
+  c.id = id;
+  c.predicted_peak = peak;
+  c.class_key = std::move(cls);
+  return c;
+}
+
+TEST(AdmissionTest, BudgetAndReserveDefaults) {
+  AdmissionPolicy policy;
+  EXPECT_EQ(policy.Budget(Reading(64 * kGiB, 60 * kGiB)), 64 * kGiB);
+  EXPECT_EQ(policy.Reserve(64 * kGiB), static_cast<uint64_t>(64 * kGiB * 0.05));
+  EXPECT_EQ(policy.Reserve(4 * kGiB), 512 * kMiB);
+  AdmissionPolicy capped({.budget_bytes = 16 * kGiB, .reserve_bytes = 1 * kGiB});
+  EXPECT_EQ(capped.Budget(Reading(64 * kGiB, 60 * kGiB)), 16 * kGiB);
+  EXPECT_EQ(capped.Budget(Reading(8 * kGiB, 6 * kGiB)), 8 * kGiB);
+  EXPECT_EQ(capped.Reserve(16 * kGiB), 1 * kGiB);
+}
+
+TEST(AdmissionTest, AdmitsOnlyWhatFitsAfterWhatRunningJobsStillOwe) {
+  AdmissionPolicy policy({.reserve_bytes = 1 * kGiB});
+  // 10 GiB available; the running job holds 2 of its predicted 6: it owes 4.
+  std::vector<RunningJob> running = {Running(1, 6 * kGiB, 2 * kGiB)};
+  MemoryReading reading = Reading(16 * kGiB, 10 * kGiB);
+  AdmissionDecision yes = policy.Decide(reading, running, Cand(2, 5 * kGiB), 0);
+  EXPECT_TRUE(yes.admit) << yes.reason;
+  AdmissionDecision no = policy.Decide(reading, running, Cand(3, 5 * kGiB + 1), 0);
+  EXPECT_FALSE(no.admit);
+  EXPECT_EQ(no.wait, WaitKind::kMemory);
+  EXPECT_EQ(no.reason, "needs ~5.0 GiB, 6.0 GiB left after running jobs (reserve 1.0 GiB)");
+}
+
+TEST(AdmissionTest, UserBudgetCapsTheBuildsOwnUsage) {
+  AdmissionPolicy policy({.budget_bytes = 8 * kGiB, .reserve_bytes = 512 * kMiB});
+  // Plenty free on the machine, but the build already holds 6 GiB of its 8 GiB budget.
+  std::vector<RunningJob> running = {Running(1, 6 * kGiB, 6 * kGiB)};
+  MemoryReading reading = Reading(64 * kGiB, 50 * kGiB);
+  EXPECT_EQ(policy.Headroom(reading, running), 2 * kGiB);
+  EXPECT_TRUE(policy.Decide(reading, running, Cand(2, 1 * kGiB), 0).admit);
+  EXPECT_FALSE(policy.Decide(reading, running, Cand(3, 2 * kGiB), 0).admit);
+}
+
+TEST(AdmissionTest, ForwardProgressAdmitsAnOversizedHeadWhenNothingRuns) {
+  AdmissionPolicy policy;
+  AdmissionDecision d = policy.Decide(Reading(8 * kGiB, 7 * kGiB), {}, Cand(1, 20 * kGiB), 0);
+  EXPECT_TRUE(d.admit);
+  EXPECT_TRUE(d.over_budget);
+  EXPECT_NE(d.reason.find("over budget"), std::string::npos);
+  // Even under pressure: waiting cannot help when nothing of ours runs.
+  EXPECT_TRUE(policy.Decide(Reading(8 * kGiB, 100 * kMiB, 50.0), {}, Cand(1, 1 * kGiB), 0).admit);
+}
+
+TEST(AdmissionTest, PressureOrLowAvailabilityStopsAdmission) {
+  AdmissionPolicy policy;
+  std::vector<RunningJob> running = {Running(1, 1 * kGiB, 1 * kGiB)};
+  AdmissionDecision psi = policy.Decide(Reading(32 * kGiB, 20 * kGiB, 25.0), running, Cand(2, 10 * kMiB), 0);
+  EXPECT_FALSE(psi.admit);
+  EXPECT_EQ(psi.wait, WaitKind::kPressure);
+  AdmissionDecision low = policy.Decide(Reading(32 * kGiB, 300 * kMiB), running, Cand(2, 10 * kMiB), 0);
+  EXPECT_FALSE(low.admit);
+  EXPECT_NE(low.reason.find("below the reserve"), std::string::npos) << low.reason;
+}
+
+TEST(AdmissionTest, FrozenOrAloneJobsBlockNewStarts) {
+  AdmissionPolicy policy;
+  MemoryReading reading = Reading(64 * kGiB, 60 * kGiB);
+  std::vector<RunningJob> running = {Running(1, 1 * kGiB, 1 * kGiB)};
+  running[0].frozen = true;
+  EXPECT_EQ(policy.Decide(reading, running, Cand(2, 1 * kGiB), 0).wait, WaitKind::kFrozen);
+  running[0].frozen = false;
+  running[0].runs_alone = true;
+  EXPECT_EQ(policy.Decide(reading, running, Cand(2, 1 * kGiB), 0).wait, WaitKind::kAlone);
+  running[0].runs_alone = false;
+  Candidate alone = Cand(2, 1 * kGiB);
+  alone.must_run_alone = true;
+  EXPECT_EQ(policy.Decide(reading, running, alone, 0).wait, WaitKind::kAlone);
+  EXPECT_TRUE(policy.Decide(reading, {}, alone, 0).admit);
+}
+
+TEST(AdmissionTest, StaggersIdenticalHeavyJobsUntilThePeakIsBehind) {
+  AdmissionPolicy policy({.stagger_ms = 10'000, .plateau_ms = 5'000});
+  MemoryReading reading = Reading(128 * kGiB, 120 * kGiB);
+  std::vector<RunningJob> running = {Running(1, 8 * kGiB, 1 * kGiB, /*started=*/0, "nvcc-class")};
+  running[0].last_growth_ms = 2'000;
+  EXPECT_EQ(policy.Decide(reading, running, Cand(2, 8 * kGiB, "nvcc-class"), 3'000).wait, WaitKind::kStagger);
+  // Light jobs and other classes are not staggered.
+  EXPECT_TRUE(policy.Decide(reading, running, Cand(3, 8 * kGiB, "other"), 3'000).admit);
+  EXPECT_TRUE(policy.Decide(reading, running, Cand(4, 100 * kMiB, "nvcc-class"), 3'000).admit);
+  // Past its peak (90% of the estimate reached) ...
+  running[0].peak_rss = running[0].rss = 7400 * kMiB;
+  EXPECT_TRUE(policy.Decide(reading, running, Cand(2, 8 * kGiB, "nvcc-class"), 3'000).admit);
+  // ... or plateaued for 5 s ...
+  running[0].peak_rss = running[0].rss = 3 * kGiB;
+  EXPECT_TRUE(policy.Decide(reading, running, Cand(2, 8 * kGiB, "nvcc-class"), 7'000).admit);
+  // ... or the stagger window is over.
+  running[0].last_growth_ms = 10'500;
+  EXPECT_TRUE(policy.Decide(reading, running, Cand(2, 8 * kGiB, "nvcc-class"), 11'000).admit);
+}
+
+TEST(AdmissionTest, UnknownHeavyClassesProbeWithOneJobAndLearnFromIt) {
+  AdmissionPolicy policy({.plateau_ms = 5'000});
+  MemoryReading reading = Reading(64 * kGiB, 40 * kGiB);
+  std::vector<RunningJob> running = {Running(1, 4 * kGiB, 3 * kGiB, 0, "new-nvcc")};
+  running[0].last_growth_ms = 20'000;
+  Candidate next = Cand(2, 4 * kGiB, "new-nvcc");
+  next.unknown_heavy = true;
+  AdmissionDecision wait = policy.Decide(reading, running, next, 22'000);  // still growing, long after start.
+  EXPECT_EQ(wait.wait, WaitKind::kProbe) << wait.reason;
+  // Plateaued at 12 GiB, far above the 4 GiB prior: the next one is sized from the probe.
+  running[0].rss = running[0].peak_rss = 12 * kGiB;
+  running[0].predicted_peak = 12 * kGiB;
+  reading = Reading(64 * kGiB, 31 * kGiB);
+  AdmissionDecision learned = policy.Decide(reading, running, next, 30'000);
+  EXPECT_TRUE(learned.admit) << learned.reason;
+  EXPECT_NE(learned.reason.find("needs ~13.2 GiB"), std::string::npos) << learned.reason;
+}
+
+TEST(AdmissionTest, PlanTickCountsEachAdmissionBeforeTheNext) {
+  AdmissionPolicy policy({.reserve_bytes = 1 * kGiB});
+  std::vector<Candidate> ready;
+  for (uint64_t id = 1; id <= 10; ++id) ready.push_back(Cand(id, 3 * kGiB, fmt::format("c{}", id)));
+  auto tick = policy.PlanTick(Reading(16 * kGiB, 13 * kGiB), {}, ready, 8, 0);
+  EXPECT_EQ(tick.admitted, (std::vector<uint64_t>{1, 2, 3, 4}));  // 4 x 3 + 1 reserve = 13.
+  EXPECT_NE(tick.head_reason.find("needs ~3.0 GiB"), std::string::npos);
+  // CPU slots still bound the batch.
+  EXPECT_EQ(policy.PlanTick(Reading(64 * kGiB, 64 * kGiB), {}, ready, 2, 0).admitted.size(), 2u);
+}
+
+TEST(AdmissionTest, LightJobsOvertakeAWaitingHeadOnlyUntilItStarves) {
+  AdmissionPolicy policy({.reserve_bytes = 1 * kGiB, .starvation_ms = 60'000});
+  std::vector<RunningJob> running = {Running(1, 4 * kGiB, 4 * kGiB)};
+  MemoryReading reading = Reading(16 * kGiB, 8 * kGiB);
+  std::vector<Candidate> ready = {Cand(2, 10 * kGiB), Cand(3, 1 * kGiB)};
+  ready[0].ready_since_ms = 0;
+  EXPECT_EQ(policy.PlanTick(reading, running, ready, 4, 30'000).admitted, (std::vector<uint64_t>{3}));
+  EXPECT_TRUE(policy.PlanTick(reading, running, ready, 4, 60'000).admitted.empty());
+}
+
+TEST(SafetyNetTest, FreezesTheYoungestNeverTheOldestAndThawsInAgeOrder) {
+  AdmissionPolicy policy({.reserve_bytes = 2 * kGiB});
+  SafetyNet net(policy);
+  std::vector<RunningJob> running = {Running(1, 4 * kGiB, 4 * kGiB, 0), Running(2, 4 * kGiB, 4 * kGiB, 10),
+                                     Running(3, 4 * kGiB, 4 * kGiB, 20)};
+  // Critical (below 1 GiB), nobody grew in the last second: freeze only the youngest.
+  auto actions = net.Decide(Reading(16 * kGiB, 512 * kMiB), running, 5'000);
+  ASSERT_EQ(actions.size(), 1u);
+  EXPECT_EQ(actions[0].kind, SafetyAction::Kind::kFreeze);
+  EXPECT_EQ(actions[0].job_id, 3u);
+  running[2].frozen = true;
+  actions = net.Decide(Reading(16 * kGiB, 512 * kMiB), running, 5'250);
+  ASSERT_EQ(actions.size(), 1u);
+  EXPECT_EQ(actions[0].job_id, 2u);
+  running[1].frozen = true;
+  // Memory frees: thaw job 2 (older) first, and only once its remaining growth fits above the reserve.
+  running[1].rss = 1 * kGiB;  // owes 3 GiB
+  EXPECT_TRUE(net.Decide(Reading(16 * kGiB, 4 * kGiB), running, 5'500).empty());
+  actions = net.Decide(Reading(16 * kGiB, 6 * kGiB), running, 5'750);
+  ASSERT_EQ(actions.size(), 1u);
+  EXPECT_EQ(actions[0].kind, SafetyAction::Kind::kThaw);
+  EXPECT_EQ(actions[0].job_id, 2u);
+}
+
+TEST(SafetyNetTest, FreezesEveryGrowingJobButTheOldestAtOnce) {
+  AdmissionPolicy policy({.reserve_bytes = 2 * kGiB});
+  SafetyNet net(policy);
+  std::vector<RunningJob> running = {Running(1, 4 * kGiB, 4 * kGiB, 0), Running(2, 4 * kGiB, 4 * kGiB, 10),
+                                     Running(3, 4 * kGiB, 4 * kGiB, 20), Running(4, 1 * kGiB, 1 * kGiB, 30)};
+  for (RunningJob& job : running) job.last_growth_ms = 4'900;
+  running[3].last_growth_ms = 0;  // job 4 stopped growing long ago: no threat, keeps running.
+  auto actions = net.Decide(Reading(16 * kGiB, 512 * kMiB), running, 5'000);
+  ASSERT_EQ(actions.size(), 2u);
+  EXPECT_EQ(actions[0].job_id, 3u);
+  EXPECT_EQ(actions[1].job_id, 2u);
+  EXPECT_EQ(actions[1].kind, SafetyAction::Kind::kFreeze);
+}
+
+TEST(SafetyNetTest, KillsTheYoungestFrozenJobWhenStillCriticalAfterAGracePeriod) {
+  AdmissionPolicy policy({.reserve_bytes = 2 * kGiB});
+  SafetyNet net(policy, {.kill_grace_ms = 2'000});
+  std::vector<RunningJob> running = {Running(1, 8 * kGiB, 8 * kGiB, 0), Running(2, 4 * kGiB, 3 * kGiB, 10),
+                                     Running(3, 4 * kGiB, 3 * kGiB, 20)};
+  running[1].frozen = running[2].frozen = true;
+  MemoryReading critical = Reading(16 * kGiB, 800 * kMiB);
+  EXPECT_TRUE(net.Decide(critical, running, 1'000).empty());
+  auto actions = net.Decide(critical, running, 3'000);
+  ASSERT_EQ(actions.size(), 1u);
+  EXPECT_EQ(actions[0].kind, SafetyAction::Kind::kKill);
+  EXPECT_EQ(actions[0].job_id, 3u);
+  // Dire (below half the critical floor): no grace.
+  SafetyNet fresh(policy);
+  actions = fresh.Decide(Reading(16 * kGiB, 100 * kMiB), running, 0);
+  ASSERT_EQ(actions.size(), 1u);
+  EXPECT_EQ(actions[0].kind, SafetyAction::Kind::kKill);
+}
+
+TEST(SafetyNetTest, TheOldestJobIsThawedAtOnceAndAloneIsNeverTouched) {
+  AdmissionPolicy policy;
+  SafetyNet net(policy);
+  std::vector<RunningJob> running = {Running(2, 4 * kGiB, 3 * kGiB, 10)};
+  running[0].frozen = true;  // the job older than it finished: it is the oldest now.
+  auto actions = net.Decide(Reading(16 * kGiB, 100 * kMiB), running, 0);
+  ASSERT_EQ(actions.size(), 1u);
+  EXPECT_EQ(actions[0].kind, SafetyAction::Kind::kThaw);
+  running[0].frozen = false;
+  EXPECT_TRUE(net.Decide(Reading(16 * kGiB, 100 * kMiB), running, 0).empty());
+}
+
+TEST(RequeueTest, RaisesThenRunsAloneThenGivesUpWithAnActionableMessage) {
+  RequeueDecision first = DecideRequeue(1, 2 * kGiB, 1 * kGiB, 6 * kGiB, true);
+  EXPECT_EQ(first.kind, RequeueDecision::Kind::kRetry);
+  EXPECT_EQ(first.new_estimate, 3 * kGiB);
+  RequeueDecision second = DecideRequeue(2, 2 * kGiB, 3 * kGiB, 6 * kGiB, false);
+  EXPECT_EQ(second.kind, RequeueDecision::Kind::kRetryAlone);
+  EXPECT_EQ(second.new_estimate, 3 * kGiB);  // never lowered.
+  RequeueDecision last = DecideRequeue(3, 7900 * kMiB, 6 * kGiB, 6 * kGiB, true);
+  EXPECT_EQ(last.kind, RequeueDecision::Kind::kGiveUp);
+  EXPECT_EQ(last.message,
+            "OOM-killed at 7.7 GiB, budget 6.0 GiB, after 3 attempt(s): raise --mem-budget or free memory");
+  // A first failure that already exceeds the budget runs alone straight away.
+  EXPECT_EQ(DecideRequeue(1, 5 * kGiB, 1 * kGiB, 6 * kGiB, true).kind, RequeueDecision::Kind::kRetryAlone);
+}
+
+TEST(PriorityTest, EdgeCountMatchesNinjasDepthOrder) {
+  // 0 -> 1 -> 2, and 3 alone.
+  std::vector<std::vector<uint32_t>> dependents = {{1}, {2}, {}, {}};
+  std::string error;
+  auto w = ComputePriorities(dependents, std::vector<PriorityJob>(4), PriorityMode::kEdgeCount, 0, &error);
+  ASSERT_TRUE(w) << error;
+  EXPECT_EQ(*w, (std::vector<double>{3, 2, 1, 1}));
+}
+
+TEST(PriorityTest, DurationsMakeALongLeafOutrankADeepShortChain) {
+  std::vector<std::vector<uint32_t>> dependents = {{1}, {2}, {}, {}};
+  std::vector<PriorityJob> jobs = {{10, 0}, {10, 0}, {10, 0}, {600'000, 0}};
+  std::string error;
+  auto w = ComputePriorities(dependents, jobs, PriorityMode::kDuration, 0, &error);
+  ASSERT_TRUE(w);
+  EXPECT_GT((*w)[3], (*w)[0]);
+  EXPECT_EQ((*w)[0], 30);
+  // Unknown durations count as the mean known one.
+  jobs[2].duration_ms = 0;
+  w = ComputePriorities(dependents, jobs, PriorityMode::kDuration, 0, &error);
+  EXPECT_DOUBLE_EQ((*w)[2], (10 + 10 + 600'000) / 3.0);
+}
+
+TEST(PriorityTest, MemoryModePrefersHeavyJobsOfEqualLength) {
+  std::vector<std::vector<uint32_t>> dependents = {{}, {}};
+  std::vector<PriorityJob> jobs = {{1000, 100 * kMiB}, {1000, 8 * kGiB}};
+  std::string error;
+  auto w = ComputePriorities(dependents, jobs, PriorityMode::kDurationAndMemory, 16 * kGiB, &error);
+  ASSERT_TRUE(w);
+  EXPECT_GT((*w)[1], (*w)[0]);
+  EXPECT_DOUBLE_EQ((*w)[1], 1500.0);
+  EXPECT_EQ(ParsePriorityMode("memory"), PriorityMode::kDurationAndMemory);
+  EXPECT_FALSE(ParsePriorityMode("fast"));
+}
+
+TEST(PriorityTest, CyclesAndBadIdsAreErrors) {
+  std::string error;
+  EXPECT_FALSE(ComputePriorities({{1}, {0}}, std::vector<PriorityJob>(2), PriorityMode::kEdgeCount, 0, &error));
+  EXPECT_NE(error.find("cycle"), std::string::npos);
+  EXPECT_FALSE(ComputePriorities({{5}}, std::vector<PriorityJob>(1), PriorityMode::kEdgeCount, 0, &error));
+}
+
+}  // namespace
+}  // namespace headroom

@@ -1,0 +1,258 @@
+// Tests for size parsing, command-line reading, priors, job class keys and the estimator's source order.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include <fmt/format.h>
+
+#include "headroom/estimator/command_line.h"
+#include "headroom/estimator/estimator.h"
+#include "headroom/estimator/priors.h"
+#include "headroom/estimator/size.h"
+#include "headroom/history/history_store.h"
+
+namespace headroom {
+namespace {
+
+uint64_t MustParse(std::string_view text) {
+  std::string error;
+  std::optional<uint64_t> bytes = ParseSize(text, &error);
+  EXPECT_TRUE(bytes.has_value()) << error;
+  return bytes.value_or(0);
+}
+
+TEST(ParseSizeTest, AcceptsPlainBytesAndBinarySuffixes) {
+  EXPECT_EQ(MustParse("1048576"), 1048576u);
+  EXPECT_EQ(MustParse("4G"), 4 * kGiB);
+  EXPECT_EQ(MustParse("4GiB"), 4 * kGiB);
+  EXPECT_EQ(MustParse("4gb"), 4 * kGiB);
+  EXPECT_EQ(MustParse("512M"), 512 * kMiB);
+  EXPECT_EQ(MustParse("512Mi"), 512 * kMiB);
+  EXPECT_EQ(MustParse("1.5GiB"), 3 * kGiB / 2);
+  EXPECT_EQ(MustParse(" 2 T "), 2 * 1024 * kGiB);
+  EXPECT_EQ(MustParse("64k"), 64 * kKiB);
+  EXPECT_EQ(MustParse("100B"), 100u);
+}
+
+TEST(ParseSizeTest, RejectsGarbageWithAMessageNamingTheInput) {
+  for (std::string_view bad : {"", "G", "4X", "-1G", "4GG", "four", "1.2.3G", "nan", "4 G B", "99999999999T"}) {
+    std::string error;
+    EXPECT_FALSE(ParseSize(bad, &error).has_value()) << bad;
+    EXPECT_NE(error.find(std::string(bad)), std::string::npos) << error;
+  }
+}
+
+TEST(ParseBudgetTest, AcceptsPercentOfTheLimit) {
+  std::string error;
+  std::optional<BudgetSpec> spec = ParseBudget("75%", &error);
+  ASSERT_TRUE(spec) << error;
+  EXPECT_TRUE(spec->is_fraction());
+  EXPECT_EQ(spec->Resolve(16 * kGiB), 12 * kGiB);
+  spec = ParseBudget("6G", &error);
+  ASSERT_TRUE(spec);
+  EXPECT_EQ(spec->Resolve(16 * kGiB), 6 * kGiB);
+  for (std::string_view bad : {"0%", "150%", "%", "x%", "10%%"}) {
+    EXPECT_FALSE(ParseBudget(bad, &error)) << bad;
+    EXPECT_NE(error.find(std::string(bad)), std::string::npos) << error;
+  }
+}
+
+TEST(FormatBytesTest, PrintsOneDecimalInTheLargestUnit) {
+  EXPECT_EQ(FormatBytes(900), "900 B");
+  EXPECT_EQ(FormatBytes(512 * kMiB), "512 MiB");
+  EXPECT_EQ(FormatBytes(4 * kGiB + 200 * kMiB), "4.2 GiB");
+}
+
+TEST(CommandLineTest, SplitsQuotedWordsAndOperators) {
+  EXPECT_EQ(SplitShellWords(R"(cc -DX="a b" 'c d' e\ f&&g 2>&1)"),
+            (std::vector<std::string>{"cc", "-DX=a b", "c d", "e f", "&&", "g", "2>&1"}));
+}
+
+TEST(CommandLineTest, PeelsCdEnvAndLaunchers) {
+  std::vector<CommandStep> steps = ParseCommandSteps(
+      "cd /b/x && CCACHE_DIR=/c env -u FOO LANG=C ccache /usr/bin/g++-12 -O2 -c a.cc -o a.o");
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].tool, "g++-12");
+  EXPECT_EQ(steps[0].family, ToolFamily::kCompiler);
+  EXPECT_EQ(steps[0].args.front(), "-O2");
+}
+
+TEST(CommandLineTest, SeesThroughCMakeCoCompileAndShellC) {
+  auto steps = ParseCommandSteps(
+      "/usr/bin/cmake -E __run_co_compile --launcher=sccache --tidy=x --source=a.cc -- /usr/bin/clang++ -c a.cc");
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].tool, "clang++");
+  steps = ParseCommandSteps("/bin/sh -c \"cd out && distcc nvcc -c k.cu -o k.o\"");
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].family, ToolFamily::kNvcc);
+}
+
+TEST(CommandLineTest, ClassifiesToolFamilies) {
+  EXPECT_EQ(ClassifyToolName("x86_64-linux-gnu-g++-12"), ToolFamily::kCompiler);
+  EXPECT_EQ(ClassifyToolName("clang++-17"), ToolFamily::kCompiler);
+  EXPECT_EQ(ClassifyToolName("ld.lld"), ToolFamily::kLinker);
+  EXPECT_EQ(ClassifyToolName("mold"), ToolFamily::kLinker);
+  EXPECT_EQ(ClassifyToolName("x86_64-linux-gnu-gcc-ar-12"), ToolFamily::kArchiver);
+  EXPECT_EQ(ClassifyToolName("python3"), ToolFamily::kUnknown);
+  // A compiler driver without -c links; nvcc -dlink links.
+  EXPECT_EQ(ParseCommandSteps("g++ a.o b.o -o app")[0].family, ToolFamily::kLinker);
+  EXPECT_EQ(ParseCommandSteps("nvcc -dlink a.o -o d.o")[0].family, ToolFamily::kLinker);
+  EXPECT_EQ(ParseCommandSteps(": && /usr/bin/c++ -O2 a.o -o app && :")[0].family, ToolFamily::kLinker);
+}
+
+TEST(JobClassKeyTest, KernelsWithTheSameGencodeSetShareAClass) {
+  auto cmd = [](std::string_view file) {
+    return fmt::format("cd /b && /usr/local/cuda/bin/nvcc -DNDEBUG -I/src/csrc -isystem /usr/include/torch "
+                       "-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 --threads 4 -O3 "
+                       "-MD -MT {0}.o -MF {0}.o.d -x cu -c /src/{0}.cu -o {0}.o",
+                       file);
+  };
+  std::string a = JobClassKey("CUDA_COMPILER__flash", cmd("flash_fwd_hdim64"));
+  std::string b = JobClassKey("CUDA_COMPILER__flash", cmd("flash_bwd_hdim128"));
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(a.find("/src"), std::string::npos) << a;
+  EXPECT_NE(a.find("-gencode arch=compute_90,code=sm_90"), std::string::npos) << a;
+  EXPECT_NE(a.find(".cu"), std::string::npos) << a;
+  // A different target set is a different class; so is a different rule.
+  std::string c = JobClassKey("CUDA_COMPILER__flash", "nvcc -gencode arch=compute_80,code=sm_80 -c x.cu -o x.o");
+  EXPECT_NE(a, c);
+  EXPECT_NE(JobClassKey("R1", "g++ -O2 -c a.cc -o a.o"), JobClassKey("R2", "g++ -O2 -c a.cc -o a.o"));
+  EXPECT_EQ(JobClassKey("R", "g++ -O2 -Ifoo -c a.cc -o a.o"), JobClassKey("R", "g++ -O2 -Ibar -c b.cc -ob.o"));
+}
+
+Prior PriorOf(std::string_view command, const FileSizeFn& sizes = {}) { return PriorFromCommand(command, "", sizes); }
+
+TEST(PriorsTest, NvccScalesWithParallelPipelines) {
+  EXPECT_EQ(PriorOf("nvcc -c k.cu -o k.o").peak_bytes, 4 * kGiB);
+  // --threads 4 but two targets: two pipelines at once.
+  EXPECT_EQ(PriorOf("nvcc --threads 4 -gencode arch=compute_80,code=sm_80 -gencode=arch=compute_90,code=sm_90 "
+                    "-c k.cu")
+                .peak_bytes,
+            8 * kGiB);
+  // Three targets but no --threads: one at a time.
+  EXPECT_EQ(PriorOf("nvcc -arch=sm_80,sm_86,sm_90 -c k.cu").peak_bytes, 4 * kGiB);
+  EXPECT_EQ(PriorOf("nvcc -t 8 -arch=sm_80,sm_86,sm_90 -c k.cu").peak_bytes, 12 * kGiB);
+  EXPECT_EQ(PriorOf("nvcc --threads=0 -gencode a -gencode b -c k.cu").peak_bytes, 8 * kGiB);
+  EXPECT_EQ(PriorOf("nvcc -G -c k.cu").peak_bytes, 6 * kGiB);
+}
+
+TEST(PriorsTest, CompilersByOptimisationLevel) {
+  EXPECT_EQ(PriorOf("gcc -c a.c").peak_bytes, 512 * kMiB);
+  EXPECT_EQ(PriorOf("g++ -O2 -c a.cc").peak_bytes, 768 * kMiB);
+  EXPECT_EQ(PriorOf("clang++ -O0 -O3 -c a.cc").peak_bytes, 1 * kGiB);  // the last -O wins.
+  EXPECT_EQ(PriorOf("clang++ -O3 -g -c a.cc").peak_bytes, 1280 * kMiB);
+}
+
+TEST(PriorsTest, LinkersFromInputSizesWithAFloor) {
+  std::map<std::string, uint64_t> files = {{"a.o", 3 * kGiB}, {"libb.a", 2 * kGiB}, {"tiny.o", 1 * kMiB}};
+  FileSizeFn sizes = [&](const std::string& path) -> std::optional<uint64_t> {
+    auto it = files.find(path);
+    return it == files.end() ? std::nullopt : std::optional(it->second);
+  };
+  EXPECT_EQ(PriorOf("ld.lld a.o libb.a -o app -L/x -lm", sizes).peak_bytes, 10 * kGiB);
+  EXPECT_EQ(PriorOf("g++ -O2 tiny.o -o app", sizes).peak_bytes, 256 * kMiB);
+  EXPECT_EQ(PriorOf("g++ -flto a.o -o app", sizes).peak_bytes, 12 * kGiB);
+  // Inputs only in the response file.
+  EXPECT_EQ(PriorFromCommand("mold @app.rsp -o app", "a.o libb.a", sizes).peak_bytes, 10 * kGiB);
+  EXPECT_EQ(PriorOf("mold missing.o -o app", sizes).peak_bytes, 1 * kGiB);
+}
+
+TEST(PriorsTest, UnknownToolsAndChainsTakeTheHeaviestStep) {
+  EXPECT_EQ(PriorOf("python3 gen.py in.txt out.h").peak_bytes, 256 * kMiB);
+  EXPECT_EQ(PriorOf("python3 gen.py && nvcc -c k.cu -o k.o").family, ToolFamily::kNvcc);
+}
+
+JobDescription Job(std::string_view output, std::string_view command, uint64_t hash = 1) {
+  JobDescription job;
+  job.output = output;
+  job.command = command;
+  job.command_hash = hash;
+  job.rule = "CXX";
+  return job;
+}
+
+HistoryRecord Completed(uint64_t peak, int64_t ms = 1000, PeakMethod method = PeakMethod::kCgroup) {
+  return {peak, ms, method, JobOutcome::kCompleted};
+}
+
+TEST(EstimatorTest, PriorFirstThenClassThenEdgeHistory) {
+  HistoryStore history;
+  Estimator estimator(&history, {});
+  std::string error;
+  JobDescription a = Job("a.o", "nvcc -c a.cu -o a.o");
+  JobDescription b = Job("b.o", "nvcc -c b.cu -o b.o");
+  Estimate first = estimator.Predict(a);
+  EXPECT_EQ(first.source, EstimateSource::kPrior);
+  EXPECT_TRUE(first.unknown_heavy);
+  EXPECT_EQ(first.peak_bytes, 4 * kGiB);
+
+  ASSERT_TRUE(estimator.Learn(b, Completed(2 * kGiB, 60'000), &error));
+  Estimate by_class = estimator.Predict(a);
+  EXPECT_EQ(by_class.source, EstimateSource::kClassHistory);
+  EXPECT_FALSE(by_class.unknown_heavy);
+  EXPECT_EQ(by_class.peak_bytes, static_cast<uint64_t>(2 * kGiB * 1.15));
+  EXPECT_EQ(by_class.duration_ms, 60'000);
+
+  ASSERT_TRUE(estimator.Learn(a, Completed(1 * kGiB, 30'000), &error));
+  Estimate by_edge = estimator.Predict(a);
+  EXPECT_EQ(by_edge.source, EstimateSource::kEdgeHistory);
+  EXPECT_EQ(by_edge.peak_bytes, static_cast<uint64_t>(1 * kGiB * 1.1));
+  EXPECT_EQ(by_edge.duration_ms, 30'000);
+  // A different command hash means the edge's history no longer applies.
+  a.command_hash = 2;
+  EXPECT_EQ(estimator.Predict(a).source, EstimateSource::kClassHistory);
+}
+
+TEST(EstimatorTest, HintBeatsClassAndPriorButNotEdgeHistory) {
+  HistoryStore history;
+  Estimator estimator(&history, {});
+  std::string error;
+  JobDescription a = Job("a.o", "g++ -O2 -c a.cc -o a.o");
+  a.mem_hint = "3G";
+  ASSERT_TRUE(estimator.Learn(Job("b.o", "g++ -O2 -c b.cc -o b.o"), Completed(100 * kMiB), &error));
+  Estimate hinted = estimator.Predict(a);
+  EXPECT_EQ(hinted.source, EstimateSource::kUserHint);
+  EXPECT_EQ(hinted.peak_bytes, 3 * kGiB);
+  ASSERT_TRUE(estimator.Learn(a, Completed(5 * kGiB), &error));
+  EXPECT_EQ(estimator.Predict(a).source, EstimateSource::kEdgeHistory);
+  // A malformed hint is ignored rather than trusted.
+  JobDescription c = Job("c.o", "g++ -O2 -c c.cc -o c.o");
+  c.mem_hint = "lots";
+  EXPECT_EQ(estimator.Predict(c).source, EstimateSource::kClassHistory);
+}
+
+TEST(EstimatorTest, KilledRunsRaiseTheEstimateUntilACompletionSupersedesThem) {
+  HistoryStore history;
+  Estimator estimator(&history, {});
+  std::string error;
+  JobDescription a = Job("a.o", "g++ -O2 -c a.cc -o a.o");
+  ASSERT_TRUE(estimator.Learn(a, Completed(1 * kGiB), &error));
+  ASSERT_TRUE(estimator.Learn(a, {4 * kGiB, 500, PeakMethod::kCgroup, JobOutcome::kOomKilled}, &error));
+  EXPECT_EQ(estimator.Predict(a).peak_bytes, 6 * kGiB);
+  ASSERT_TRUE(estimator.Learn(a, Completed(5 * kGiB), &error));
+  EXPECT_EQ(estimator.Predict(a).peak_bytes, static_cast<uint64_t>(5 * kGiB * 1.1));
+}
+
+TEST(EstimatorTest, EdgeHistoryUsesTheMaxOfARecentWindow) {
+  HistoryStore history;
+  Estimator estimator(&history, {});
+  std::string error;
+  JobDescription a = Job("a.o", "g++ -O2 -c a.cc -o a.o");
+  ASSERT_TRUE(estimator.Learn(a, Completed(8 * kGiB), &error));  // an old outlier, outside the window of 4.
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(estimator.Learn(a, Completed((1 + i % 2) * kGiB), &error));
+  EXPECT_EQ(estimator.Predict(a).peak_bytes, static_cast<uint64_t>(2 * kGiB * 1.1));
+}
+
+TEST(EstimatorTest, RusageOnlyMeasurementsNeverLowerThePrior) {
+  HistoryStore history;
+  Estimator estimator(&history, {});
+  std::string error;
+  JobDescription a = Job("a.o", "nvcc --threads 2 -arch=sm_80,sm_90 -c a.cu -o a.o");
+  ASSERT_TRUE(estimator.Learn(a, Completed(2 * kGiB, 1000, PeakMethod::kRusage), &error));
+  EXPECT_EQ(estimator.Predict(a).peak_bytes, 8 * kGiB);
+  ASSERT_TRUE(estimator.Learn(a, Completed(3 * kGiB, 1000, PeakMethod::kProcessTree), &error));
+  EXPECT_EQ(estimator.Predict(a).peak_bytes, static_cast<uint64_t>(3 * kGiB * 1.1));
+}
+
+}  // namespace
+}  // namespace headroom

@@ -1,0 +1,221 @@
+// Tests for .headroom_history: round trips, append-only records, compaction, damage recovery, load speed.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <ctime>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "headroom/history/history_store.h"
+
+namespace headroom {
+namespace {
+
+namespace fs = std::filesystem;
+
+class HistoryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           fmt::format("headroom_history_test_{}_{}", ::testing::UnitTest::GetInstance()->current_test_info()->name(),
+                       static_cast<long>(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    path_ = (dir_ / HistoryStore::kFileName).string();
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string ReadFile() const {
+    std::ifstream in(path_, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+  void WriteFile(const std::string& text) const { std::ofstream(path_, std::ios::binary) << text; }
+
+  static HistoryRecord Rec(uint64_t peak, int64_t ms = 100, JobOutcome outcome = JobOutcome::kCompleted) {
+    return {peak, ms, PeakMethod::kProcessTree, outcome};
+  }
+
+  fs::path dir_;
+  std::string path_;
+};
+
+TEST_F(HistoryTest, MissingFileStartsEmptyAndWritesAHeader) {
+  HistoryStore store;
+  EXPECT_EQ(store.Open(path_), "");
+  EXPECT_EQ(store.edge_count(), 0u);
+  store.Close();
+  EXPECT_EQ(ReadFile(), "# headroom history v1\n");
+}
+
+TEST_F(HistoryTest, RecordsSurviveAReloadWithEscapedNames) {
+  std::string error;
+  {
+    HistoryStore store;
+    ASSERT_EQ(store.Open(path_), "");
+    ASSERT_TRUE(store.Record("obj/a\tb.o", 0xabcdef, "CXX g++ -O2", Rec(100, 7), &error)) << error;
+    ASSERT_TRUE(store.Record("obj/c.o", 0x1, "CXX g++ -O2", Rec(300, 9, JobOutcome::kOomKilled), &error));
+    ASSERT_TRUE(store.Record("k.o", 0x2, "CUDA nvcc\n-gencode", Rec(5000), &error));
+  }
+  HistoryStore store;
+  ASSERT_EQ(store.Open(path_), "");
+  const EdgeHistory* a = store.FindEdge("obj/a\tb.o", 0xabcdef);
+  ASSERT_NE(a, nullptr);
+  ASSERT_EQ(a->recent.size(), 1u);
+  EXPECT_EQ(a->recent[0].peak_bytes, 100u);
+  EXPECT_EQ(a->recent[0].duration_ms, 7);
+  EXPECT_EQ(a->recent[0].method, PeakMethod::kProcessTree);
+  EXPECT_EQ(store.FindEdge("obj/c.o", 0x1)->recent[0].outcome, JobOutcome::kOomKilled);
+  EXPECT_EQ(store.FindEdge("obj/a\tb.o", 0x999), nullptr);  // other command: no history.
+  const ClassStats* cxx = store.FindClass("CXX g++ -O2");
+  ASSERT_NE(cxx, nullptr);
+  EXPECT_EQ(cxx->completed(), 1u);
+  EXPECT_EQ(cxx->killed(), 1u);
+  ASSERT_NE(store.FindClass("CUDA nvcc\n-gencode"), nullptr);
+  EXPECT_EQ(store.FindClass("CUDA nvcc\n-gencode")->max_peak(), 5000u);
+}
+
+TEST_F(HistoryTest, KeepsOnlyTheLastFewRunsPerEdgeAndClassAggregates) {
+  HistoryStore store;
+  std::string error;
+  for (uint64_t i = 1; i <= 20; ++i) ASSERT_TRUE(store.Record("a.o", 1, "K", Rec(i * 10, i), &error));
+  const EdgeHistory* edge = store.FindEdge("a.o", 1);
+  ASSERT_NE(edge, nullptr);
+  ASSERT_EQ(edge->recent.size(), HistoryStore::kRecentPerEdge);
+  EXPECT_EQ(edge->recent.front().peak_bytes, 130u);
+  EXPECT_EQ(edge->recent.back().peak_bytes, 200u);
+  const ClassStats* stats = store.FindClass("K");
+  EXPECT_EQ(stats->completed(), 20u);
+  EXPECT_EQ(stats->max_peak(), 200u);
+  EXPECT_EQ(stats->PeakQuantile(0.9), 180u);
+  EXPECT_EQ(stats->PeakQuantile(0.5), 100u);
+  EXPECT_EQ(stats->MeanDurationMs(), 10);
+  // A new command hash starts the edge afresh.
+  ASSERT_TRUE(store.Record("a.o", 2, "K", Rec(1), &error));
+  EXPECT_EQ(store.FindEdge("a.o", 1), nullptr);
+  EXPECT_EQ(store.FindEdge("a.o", 2)->recent.size(), 1u);
+}
+
+TEST_F(HistoryTest, CompactsABloatedFileOnOpen) {
+  std::string error;
+  {
+    HistoryStore store;
+    ASSERT_EQ(store.Open(path_), "");
+    for (int i = 0; i < 2000; ++i) ASSERT_TRUE(store.Record(fmt::format("e{}.o", i % 10), 1, "K", Rec(i), &error));
+    EXPECT_EQ(store.records_in_file(), 2000u);
+  }
+  HistoryStore store;
+  ASSERT_EQ(store.Open(path_), "");
+  EXPECT_EQ(store.records_in_file(), 80u);  // 10 edges x 8 recent runs.
+  EXPECT_FALSE(fs::exists(path_ + ".tmp"));
+  ASSERT_TRUE(store.Record("new.o", 1, "K2", Rec(1), &error));
+  store.Close();
+  HistoryStore reloaded;
+  ASSERT_EQ(reloaded.Open(path_), "");
+  EXPECT_EQ(reloaded.edge_count(), 11u);
+  EXPECT_EQ(reloaded.FindEdge("e3.o", 1)->recent.back().peak_bytes, 1993u);
+  EXPECT_NE(reloaded.FindClass("K2"), nullptr);
+}
+
+TEST_F(HistoryTest, ForeignFileIsReportedOnceAndReplaced) {
+  WriteFile("# ninja log v7\n1\t2\t3\tfoo\tabc\n");
+  HistoryStore store;
+  std::string warning = store.Open(path_);
+  EXPECT_NE(warning.find("not a headroom history file"), std::string::npos) << warning;
+  store.Close();
+  EXPECT_EQ(ReadFile(), "# headroom history v1\n");
+  HistoryStore again;
+  EXPECT_EQ(again.Open(path_), "");  // reported once: the rebuilt file is clean.
+}
+
+TEST_F(HistoryTest, NewerVersionIsReportedAndReplaced) {
+  WriteFile("# headroom history v9\nwhatever\n");
+  HistoryStore store;
+  EXPECT_NE(store.Open(path_).find("unsupported version"), std::string::npos);
+}
+
+TEST_F(HistoryTest, TruncatedLastRecordKeepsTheRest) {
+  std::string error;
+  {
+    HistoryStore store;
+    ASSERT_EQ(store.Open(path_), "");
+    ASSERT_TRUE(store.Record("a.o", 1, "K", Rec(10), &error));
+    ASSERT_TRUE(store.Record("b.o", 1, "K", Rec(20), &error));
+  }
+  std::string text = ReadFile();
+  WriteFile(text.substr(0, text.size() - 3));  // cut into b.o's record.
+  HistoryStore store;
+  std::string warning = store.Open(path_);
+  EXPECT_NE(warning.find("truncated"), std::string::npos) << warning;
+  EXPECT_NE(store.FindEdge("a.o", 1), nullptr);
+  EXPECT_EQ(store.FindEdge("b.o", 1), nullptr);
+  ASSERT_TRUE(store.Record("c.o", 1, "K", Rec(30), &error));
+  store.Close();
+  HistoryStore reloaded;
+  EXPECT_EQ(reloaded.Open(path_), "");
+  EXPECT_NE(reloaded.FindEdge("c.o", 1), nullptr);
+}
+
+TEST_F(HistoryTest, CorruptLinesInTheMiddleAreDetectedNeverACrash) {
+  const std::string header = "# headroom history v1\nC\t0\tK\nE\t0\t1\t10\t5\tt\tc\ta.o\n";
+  for (const std::string& bad : {std::string("E\t7\t1\t10\t5\tt\tc\tb.o\n"),     // unknown class id
+                                 std::string("E\t0\tzz\t10\t5\tt\tc\tb.o\n"),    // bad hash
+                                 std::string("E\t0\t1\t-3\t5\tt\tc\tb.o\n"),     // negative peak
+                                 std::string("E\t0\t1\t10\t5\tq\tc\tb.o\n"),     // bad method
+                                 std::string("C\t5\tX\n"),                       // non-dense class id
+                                 std::string("X\tgarbage\n"), std::string("\n"),
+                                 std::string("E\t0\t1\t99999999999999999999999\t5\tt\tc\tb.o\n"),
+                                 std::string("\x01\x02\xff\n")}) {
+    WriteFile(header + bad + "E\t0\t1\t20\t5\tt\tc\tc.o\n");
+    HistoryStore store;
+    std::string warning = store.Open(path_);
+    EXPECT_NE(warning.find("corrupt at line 4"), std::string::npos) << bad << " -> " << warning;
+    EXPECT_NE(store.FindEdge("a.o", 1), nullptr);
+    EXPECT_EQ(store.FindEdge("c.o", 1), nullptr);
+    store.Close();
+    HistoryStore reloaded;
+    EXPECT_EQ(reloaded.Open(path_), "") << bad;
+  }
+}
+
+TEST_F(HistoryTest, UnwritableLocationWarnsAndKeepsWorkingInMemory) {
+  HistoryStore store;
+  std::string warning = store.Open((dir_ / "no_such_dir" / HistoryStore::kFileName).string());
+  EXPECT_FALSE(warning.empty());
+  std::string error;
+  EXPECT_TRUE(store.Record("a.o", 1, "K", Rec(1), &error));
+  EXPECT_NE(store.FindEdge("a.o", 1), nullptr);
+}
+
+TEST_F(HistoryTest, Loads50kEntriesQuickly) {
+  std::string error;
+  {
+    HistoryStore store;
+    ASSERT_EQ(store.Open(path_), "");
+    for (int i = 0; i < 50'000; ++i) {
+      std::string cls = fmt::format("CXX_COMPILER__target{} /usr/bin/c++ -DFOO -O2 -g -std=c++20 -c .cc", i / 250);
+      ASSERT_TRUE(store.Record(fmt::format("src/module{}/CMakeFiles/t.dir/file{}.cc.o", i / 250, i),
+                               0x9e3779b97f4a7c15ull * i, cls, Rec(300u * (1024u * 1024u) + i, 1200 + i % 700), &error));
+    }
+  }
+  auto start = std::chrono::steady_clock::now();
+  std::clock_t cpu_start = std::clock();
+  HistoryStore store;
+  ASSERT_EQ(store.Open(path_), "");
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  double cpu_ms = 1000.0 * static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC;
+  std::printf("[ info ] loaded %zu history entries (%zu classes) in %.1f ms wall, %.1f ms CPU\n",
+              store.edge_count(), store.class_count(), ms, cpu_ms);
+  EXPECT_EQ(store.edge_count(), 50'000u);
+  EXPECT_LT(ms, 1000.0);  // generous so it cannot flake; docs/scheduling.md has the measured figure.
+}
+
+}  // namespace
+}  // namespace headroom

@@ -1,0 +1,341 @@
+// Discrete-event build simulator for tests: jobs with memory curves on a fake clock, driven by the real
+// estimator, admission policy, safety net and requeue policy (or by a fixed -j baseline), with a "kernel"
+// that OOM-kills the biggest job whenever the budget is exceeded. Header-only: tests/unit/*_test.cc is the glob.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "headroom/admission/admission_policy.h"
+#include "headroom/admission/priority.h"
+#include "headroom/admission/safety_net.h"
+#include "headroom/estimator/estimator.h"
+#include "headroom/history/history_store.h"
+
+namespace headroom::sim {
+
+struct SimJob {
+  std::string output;
+  std::string command;
+  std::string rule = "CXX";
+  int64_t duration_ms = 1000;
+  uint64_t peak_bytes = 0;     // the truth, unknown to the policy.
+  double ramp_end = 0.2;       // share of the run spent climbing to the peak (nvcc peaks early).
+  double release_start = 0.8;  // share of the run after which memory falls back.
+  std::vector<size_t> deps;
+  std::optional<std::string> mem_hint;
+
+  // Memory held after `progress_ms` of work: a ramp to the peak, a plateau, a release.
+  uint64_t MemoryAt(int64_t progress_ms) const {
+    double p = std::clamp(static_cast<double>(progress_ms) / static_cast<double>(duration_ms), 0.0, 1.0);
+    double base = std::min(static_cast<double>(peak_bytes), 16.0 * kMiB);
+    double peak = static_cast<double>(peak_bytes);
+    if (p < ramp_end) return static_cast<uint64_t>(base + (peak - base) * p / ramp_end);
+    if (p <= release_start) return peak_bytes;
+    return static_cast<uint64_t>(peak - (peak - base) * (p - release_start) / (1.0 - release_start));
+  }
+};
+
+struct SimConfig {
+  uint64_t budget = 32 * kGiB;
+  int cores = 16;
+  int fixed_j = 0;  // > 0: the ninja baseline, -j fixed_j with no memory control at all.
+  int64_t tick_ms = 250;
+  int64_t time_limit_ms = 24 * 3600 * 1000LL;
+  PriorityMode priority = PriorityMode::kDurationAndMemory;
+  AdmissionConfig admission;
+  SafetyConfig safety;
+  RequeueConfig requeue;
+};
+
+struct SimResult {
+  bool completed = false;
+  int64_t makespan_ms = 0;
+  uint64_t peak_used = 0;
+  int oom_kills = 0;          // by the simulated kernel.
+  int safety_kills = 0;       // by the safety net.
+  int freezes = 0;
+  int requeues = 0;
+  int over_budget_admissions = 0;
+  std::vector<std::string> failures;    // give-up messages.
+  std::map<size_t, int64_t> started_ms; // last start of each job.
+  std::map<size_t, int64_t> finished_ms;
+  std::map<size_t, int> max_concurrency_while_running;  // most jobs running at once during each job's last run.
+};
+
+inline uint64_t Fnv1a(std::string_view text) {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (char c : text) hash = (hash ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+  return hash;
+}
+
+class Simulator {
+ public:
+  Simulator(const std::vector<SimJob>& jobs, const SimConfig& config, HistoryStore* history)
+      : jobs_(jobs), config_(config), history_(history), estimator_(history, {}),
+        policy_(WithBudget(config)), net_(policy_, config.safety), state_(jobs.size()) {}
+
+  SimResult Run() {
+    ComputePriorities_();
+    for (size_t i = 0; i < jobs_.size(); ++i) state_[i].missing_deps = static_cast<int>(jobs_[i].deps.size());
+    for (size_t i = 0; i < jobs_.size(); ++i) {
+      for (size_t d : jobs_[i].deps) dependents_[d].push_back(i);
+      if (jobs_[i].deps.empty()) MakeReady(i);
+    }
+    while (finished_ + failed_ < jobs_.size() && now_ < config_.time_limit_ms) {
+      if (result_.failures.size() > 0 && running_.empty()) break;
+      Admit();
+      now_ += config_.tick_ms;
+      Advance();
+      KernelOomKills();
+      FinishJobs();
+      if (config_.fixed_j == 0) ApplySafetyNet();
+    }
+    result_.completed = finished_ == jobs_.size();
+    result_.makespan_ms = now_;
+    return result_;
+  }
+
+ private:
+  struct JobState {
+    int missing_deps = 0;
+    bool ready = false;
+    int64_t ready_since = 0;
+    int attempts = 0;               // failed runs so far.
+    uint64_t raised_estimate = 0;   // floor from the requeue policy.
+    bool alone = false;
+    std::optional<Estimate> estimate;
+    uint64_t estimate_generation = ~0ull;
+  };
+  struct Active {
+    size_t job;
+    int64_t progress_ms = 0;
+    RunningJob view;
+    int max_concurrency = 0;
+  };
+
+  static AdmissionConfig WithBudget(const SimConfig& config) {
+    AdmissionConfig admission = config.admission;
+    admission.budget_bytes = config.budget;
+    return admission;
+  }
+
+  JobDescription Describe(size_t i) const {
+    JobDescription d;
+    d.output = jobs_[i].output;
+    d.command = jobs_[i].command;
+    d.rule = jobs_[i].rule;
+    d.command_hash = Fnv1a(jobs_[i].command);
+    if (jobs_[i].mem_hint) d.mem_hint = *jobs_[i].mem_hint;
+    return d;
+  }
+
+  // Estimates change only when something was learned; re-predicting every tick would be wasted work.
+  const Estimate& EstimateOf(size_t i) {
+    JobState& s = state_[i];
+    if (!s.estimate || s.estimate_generation != learn_generation_) {
+      s.estimate = estimator_.Predict(Describe(i));
+      s.estimate->peak_bytes = std::max(s.estimate->peak_bytes, s.raised_estimate);
+      s.estimate_generation = learn_generation_;
+    }
+    return *s.estimate;
+  }
+
+  void ComputePriorities_() {
+    std::vector<std::vector<uint32_t>> dependents(jobs_.size());
+    std::vector<PriorityJob> costs(jobs_.size());
+    for (size_t i = 0; i < jobs_.size(); ++i) {
+      for (size_t d : jobs_[i].deps) dependents[d].push_back(static_cast<uint32_t>(i));
+      const Estimate& e = EstimateOf(i);
+      costs[i] = {e.duration_ms, e.peak_bytes};
+    }
+    std::string error;
+    priority_ = ComputePriorities(dependents, costs, config_.priority, config_.budget, &error).value();
+  }
+
+  void MakeReady(size_t i) {
+    state_[i].ready = true;
+    state_[i].ready_since = now_;
+  }
+
+  uint64_t Used() const {
+    uint64_t used = 0;
+    for (const Active& run : running_) used += jobs_[run.job].MemoryAt(run.progress_ms);
+    return used;
+  }
+
+  MemoryReading Reading() const {
+    MemoryReading reading;
+    reading.taken_at_ms = now_;
+    reading.limit_bytes = config_.budget;
+    reading.used_bytes = std::min(Used(), config_.budget);
+    reading.available_bytes = config_.budget - reading.used_bytes;
+    return reading;
+  }
+
+  std::vector<size_t> ReadyByPriority() const {
+    std::vector<size_t> ready;
+    for (size_t i = 0; i < jobs_.size(); ++i) {
+      if (state_[i].ready) ready.push_back(i);
+    }
+    std::stable_sort(ready.begin(), ready.end(), [&](size_t a, size_t b) { return priority_[a] > priority_[b]; });
+    return ready;
+  }
+
+  std::vector<RunningJob> Views() const {
+    std::vector<RunningJob> views;
+    for (const Active& run : running_) views.push_back(run.view);
+    return views;
+  }
+
+  void Admit() {
+    int free_slots = (config_.fixed_j > 0 ? config_.fixed_j : config_.cores) - static_cast<int>(running_.size());
+    if (free_slots <= 0) return;
+    std::vector<size_t> ready = ReadyByPriority();
+    if (config_.fixed_j > 0) {
+      for (size_t k = 0; k < ready.size() && k < static_cast<size_t>(free_slots); ++k) Start(ready[k], false);
+      return;
+    }
+    std::vector<Candidate> candidates;
+    for (size_t i : ready) {
+      const Estimate& e = EstimateOf(i);
+      Candidate c;
+      c.id = i;
+      c.class_key = e.class_key;
+      c.predicted_peak = e.peak_bytes;
+      c.unknown_heavy = e.unknown_heavy;
+      c.must_run_alone = state_[i].alone;
+      c.ready_since_ms = state_[i].ready_since;
+      candidates.push_back(std::move(c));
+    }
+    std::vector<RunningJob> views = Views();
+    AdmissionPolicy::TickResult tick = policy_.PlanTick(Reading(), views, candidates, free_slots, now_);
+    for (uint64_t id : tick.admitted) {
+      bool over = std::find(tick.over_budget.begin(), tick.over_budget.end(), id) != tick.over_budget.end();
+      result_.over_budget_admissions += over ? 1 : 0;
+      Start(id, over || state_[id].alone);
+    }
+  }
+
+  void Start(size_t i, bool alone) {
+    state_[i].ready = false;
+    Active run;
+    run.job = i;
+    const Estimate& e = EstimateOf(i);
+    run.view.id = i;
+    run.view.class_key = e.class_key;
+    run.view.predicted_peak = e.peak_bytes;
+    run.view.started_ms = run.view.last_growth_ms = now_;
+    run.view.runs_alone = alone;
+    run.view.heavy = e.peak_bytes >= policy_.config().heavy_threshold;
+    running_.push_back(run);  // running_ stays oldest first.
+    result_.started_ms[i] = now_;
+  }
+
+  void Advance() {
+    for (Active& run : running_) {
+      if (!run.view.frozen) run.progress_ms += config_.tick_ms;
+      MemoryTrack::Observe(&run.view, jobs_[run.job].MemoryAt(run.progress_ms), now_);
+      run.max_concurrency = std::max(run.max_concurrency, static_cast<int>(running_.size()));
+    }
+    result_.peak_used = std::max(result_.peak_used, Used());
+  }
+
+  void KernelOomKills() {
+    while (Used() > config_.budget) {
+      auto biggest = std::max_element(running_.begin(), running_.end(), [&](const Active& a, const Active& b) {
+        return jobs_[a.job].MemoryAt(a.progress_ms) < jobs_[b.job].MemoryAt(b.progress_ms);
+      });
+      ++result_.oom_kills;
+      Fail(static_cast<size_t>(biggest - running_.begin()), /*by_kernel=*/true);
+    }
+  }
+
+  // A killed job: learn the lower bound it reached, then retry, retry alone, or give up.
+  void Fail(size_t index, bool by_kernel) {
+    Active run = running_[index];
+    running_.erase(running_.begin() + static_cast<long>(index));
+    JobState& s = state_[run.job];
+    std::string error;
+    estimator_.Learn(Describe(run.job),
+                     {run.view.peak_rss, run.progress_ms, PeakMethod::kCgroup,
+                      by_kernel ? JobOutcome::kOomKilled : JobOutcome::kSafetyKilled},
+                     &error);
+    ++learn_generation_;
+    RequeueDecision decision = DecideRequeue(++s.attempts, run.view.peak_rss, run.view.predicted_peak,
+                                             config_.budget, by_kernel, config_.requeue);
+    if (decision.kind == RequeueDecision::Kind::kGiveUp) {
+      result_.failures.push_back(decision.message);
+      ++failed_;
+      return;
+    }
+    ++result_.requeues;
+    s.raised_estimate = decision.new_estimate;
+    s.alone = config_.fixed_j == 0 && decision.kind == RequeueDecision::Kind::kRetryAlone;
+    MakeReady(run.job);
+  }
+
+  void FinishJobs() {
+    for (size_t k = 0; k < running_.size();) {
+      Active& run = running_[k];
+      if (run.progress_ms < jobs_[run.job].duration_ms) {
+        ++k;
+        continue;
+      }
+      std::string error;
+      estimator_.Learn(Describe(run.job), {run.view.peak_rss, run.progress_ms, PeakMethod::kCgroup,
+                                           JobOutcome::kCompleted}, &error);
+      ++learn_generation_;
+      result_.finished_ms[run.job] = now_;
+      result_.max_concurrency_while_running[run.job] = run.max_concurrency;
+      ++finished_;
+      for (size_t dependent : dependents_[run.job]) {
+        if (--state_[dependent].missing_deps == 0) MakeReady(dependent);
+      }
+      running_.erase(running_.begin() + static_cast<long>(k));
+    }
+  }
+
+  void ApplySafetyNet() {
+    std::vector<RunningJob> views = Views();
+    for (const SafetyAction& action : net_.Decide(Reading(), views, now_)) {
+      auto run = std::find_if(running_.begin(), running_.end(), [&](const Active& r) { return r.view.id == action.job_id; });
+      if (run == running_.end()) continue;
+      if (action.kind == SafetyAction::Kind::kFreeze) {
+        run->view.frozen = true;
+        ++result_.freezes;
+      } else if (action.kind == SafetyAction::Kind::kThaw) {
+        run->view.frozen = false;
+      } else {
+        ++result_.safety_kills;
+        Fail(static_cast<size_t>(run - running_.begin()), /*by_kernel=*/false);
+      }
+    }
+  }
+
+  const std::vector<SimJob>& jobs_;
+  SimConfig config_;
+  HistoryStore* history_;
+  Estimator estimator_;
+  AdmissionPolicy policy_;
+  SafetyNet net_;
+  std::vector<JobState> state_;
+  std::map<size_t, std::vector<size_t>> dependents_;
+  std::vector<double> priority_;
+  std::vector<Active> running_;
+  SimResult result_;
+  int64_t now_ = 0;
+  size_t finished_ = 0, failed_ = 0;
+  uint64_t learn_generation_ = 0;
+};
+
+inline SimResult Simulate(const std::vector<SimJob>& jobs, const SimConfig& config, HistoryStore* history) {
+  return Simulator(jobs, config, history).Run();
+}
+
+}  // namespace headroom::sim

@@ -1,0 +1,205 @@
+// Simulated builds driving the real estimator, admission policy, safety net and requeue policy: no
+// overcommit, forward progress, recovery from bad estimates, no starvation, learning, fixed -j baselines.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "sim/simulator.h"
+
+namespace headroom::sim {
+namespace {
+
+// A flash-attn-like build: heavy nvcc kernels with one -gencode set (6-10 GiB, 60-120 s, early peaks),
+// light C++ files, and one link needing everything.
+std::vector<SimJob> FlashAttnLike(int kernels, int cxx_files, double hint_scale = 0.0) {
+  std::vector<SimJob> jobs;
+  for (int i = 0; i < kernels; ++i) {
+    SimJob job;
+    job.output = fmt::format("flash_{}.o", i);
+    job.rule = "CUDA";
+    job.command = fmt::format("nvcc -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 "
+                              "--threads 2 -O3 -c csrc/flash_{0}.cu -o flash_{0}.o", i);
+    job.peak_bytes = (6 + i % 5) * kGiB;
+    job.duration_ms = (60 + (i % 7) * 10) * 1000;
+    job.ramp_end = 0.15;
+    job.release_start = 0.85;
+    jobs.push_back(job);
+  }
+  for (int i = 0; i < cxx_files; ++i) {
+    SimJob job;
+    job.output = fmt::format("f{}.o", i);
+    job.command = fmt::format("g++ -O2 -c src/f{0}.cc -o f{0}.o", i);
+    job.peak_bytes = (200 + (i % 7) * 100) * kMiB;
+    job.duration_ms = (5 + i % 10) * 1000;
+    job.ramp_end = 0.5;
+    job.release_start = 0.9;
+    jobs.push_back(job);
+  }
+  SimJob link;
+  link.output = "lib.so";
+  link.rule = "LINK";
+  link.command = "g++ -shared objects -o lib.so";
+  link.peak_bytes = 3 * kGiB;
+  link.duration_ms = 20'000;
+  for (size_t i = 0; i < jobs.size(); ++i) link.deps.push_back(i);
+  jobs.push_back(link);
+  if (hint_scale > 0.0) {
+    for (SimJob& job : jobs) {
+      job.mem_hint = std::to_string(static_cast<uint64_t>(static_cast<double>(job.peak_bytes) * hint_scale));
+    }
+  }
+  return jobs;
+}
+
+void Print(const char* name, const SimResult& r) {
+  std::printf("[ sim  ] %-34s makespan %6.0f s  peak %5.1f GiB  oom-kills %d  net-kills %d  freezes %d  "
+              "requeues %d  over-budget %d  %s\n",
+              name, static_cast<double>(r.makespan_ms) / 1000.0, static_cast<double>(r.peak_used) / kGiB,
+              r.oom_kills, r.safety_kills, r.freezes, r.requeues, r.over_budget_admissions,
+              r.completed ? "completed" : "INCOMPLETE");
+}
+
+SimConfig Config(uint64_t budget = 32 * kGiB, int cores = 16) {
+  SimConfig config;
+  config.budget = budget;
+  config.cores = cores;
+  return config;
+}
+
+TEST(SimulatorTest, NoOvercommitWithCorrectEstimates) {
+  HistoryStore history;
+  SimResult r = Simulate(FlashAttnLike(48, 60, 1.0), Config(), &history);
+  Print("correct estimates (hints)", r);
+  EXPECT_TRUE(r.completed);
+  EXPECT_EQ(r.oom_kills, 0);
+  EXPECT_EQ(r.safety_kills, 0);
+  EXPECT_EQ(r.freezes, 0);
+  EXPECT_LE(r.peak_used, 32 * kGiB);
+}
+
+TEST(SimulatorTest, ForwardProgressRunsAnOversizedJobAlone) {
+  std::vector<SimJob> jobs = FlashAttnLike(0, 10);
+  jobs.pop_back();  // no link
+  SimJob big;
+  big.output = "big.o";
+  big.command = "nvcc --threads 4 -arch=sm_80,sm_90 -c big.cu -o big.o";
+  big.peak_bytes = 7 * kGiB;  // fits the 8 GiB machine, but its hint says 12 GiB.
+  big.duration_ms = 30'000;
+  big.mem_hint = "12G";
+  jobs.push_back(big);
+  HistoryStore history;
+  SimResult r = Simulate(jobs, Config(8 * kGiB, 8), &history);
+  Print("12 GiB estimate, 8 GiB budget", r);
+  EXPECT_TRUE(r.completed);
+  EXPECT_GE(r.over_budget_admissions, 1);
+  EXPECT_EQ(r.max_concurrency_while_running.at(jobs.size() - 1), 1);
+  EXPECT_EQ(r.oom_kills, 0);
+}
+
+TEST(SimulatorTest, AJobThatCannotFitGivesUpWithAClearMessage) {
+  SimJob huge;
+  huge.output = "huge.o";
+  huge.command = "nvcc -c huge.cu -o huge.o";
+  huge.peak_bytes = 12 * kGiB;
+  huge.duration_ms = 30'000;
+  HistoryStore history;
+  SimResult r = Simulate({huge}, Config(8 * kGiB, 8), &history);
+  Print("12 GiB job, 8 GiB budget", r);
+  EXPECT_FALSE(r.completed);
+  EXPECT_EQ(r.oom_kills, 3);
+  ASSERT_EQ(r.failures.size(), 1u);
+  EXPECT_NE(r.failures[0].find("OOM-killed at 8.0 GiB, budget 8.0 GiB"), std::string::npos) << r.failures[0];
+  EXPECT_NE(r.failures[0].find("raise --mem-budget or free memory"), std::string::npos);
+}
+
+TEST(SimulatorTest, RecoversWhenEstimatesAreTenTimesTooLow) {
+  HistoryStore history;
+  SimResult r = Simulate(FlashAttnLike(48, 60, 0.1), Config(), &history);
+  Print("estimates 10x too low (hints)", r);
+  EXPECT_TRUE(r.completed);
+  EXPECT_TRUE(r.failures.empty()) << r.failures.front();
+  EXPECT_GT(r.oom_kills + r.safety_kills, 0);
+  EXPECT_GT(r.requeues, 0);
+}
+
+TEST(SimulatorTest, HeavyJobIsNotStarvedByAStreamOfLightOnes) {
+  // 16 chains of 20 light jobs (1 GiB, 10 s) keep the queue full and outrank (edge-count priority) one
+  // heavy 20 GiB leaf that cannot start beside 16 light jobs on 32 GiB.
+  std::vector<SimJob> jobs;
+  for (int chain = 0; chain < 16; ++chain) {
+    for (int link = 0; link < 20; ++link) {
+      SimJob job;
+      job.output = fmt::format("c{}_{}.o", chain, link);
+      job.command = fmt::format("g++ -c c{}_{}.cc", chain, link);
+      job.peak_bytes = 1 * kGiB;
+      job.mem_hint = "1G";
+      job.duration_ms = 10'000;
+      if (link > 0) job.deps.push_back(jobs.size() - 1);
+      jobs.push_back(job);
+    }
+  }
+  SimJob heavy;
+  heavy.output = "heavy.o";
+  heavy.command = "g++ -c heavy.cc";
+  heavy.peak_bytes = 20 * kGiB;
+  heavy.mem_hint = "20G";
+  heavy.duration_ms = 30'000;
+  jobs.push_back(heavy);
+  SimConfig config = Config();
+  config.priority = PriorityMode::kEdgeCount;
+  HistoryStore history;
+  SimResult r = Simulate(jobs, config, &history);
+  Print("heavy job among light chains", r);
+  std::printf("[ sim  ] heavy job started at %.0f s of %.0f s\n",
+              static_cast<double>(r.started_ms.at(jobs.size() - 1)) / 1000.0,
+              static_cast<double>(r.makespan_ms) / 1000.0);
+  EXPECT_TRUE(r.completed);
+  // It waits at most the starvation limit plus one light job's duration for the memory to drain.
+  EXPECT_LE(r.started_ms.at(jobs.size() - 1), config.admission.starvation_ms + 10'000 + 2 * config.tick_ms);
+  EXPECT_EQ(r.oom_kills, 0);
+}
+
+TEST(SimulatorTest, SecondBuildLearnsFromTheFirst) {
+  std::vector<SimJob> jobs = FlashAttnLike(48, 60);
+  HistoryStore history;
+  SimResult first = Simulate(jobs, Config(), &history);
+  SimResult second = Simulate(jobs, Config(), &history);
+  Print("first build (priors only)", first);
+  Print("second build (history)", second);
+  EXPECT_TRUE(first.completed);
+  EXPECT_TRUE(second.completed);
+  EXPECT_LT(second.makespan_ms, first.makespan_ms);
+  EXPECT_EQ(second.oom_kills, 0);
+  EXPECT_EQ(second.safety_kills, 0);
+}
+
+TEST(SimulatorTest, BeatsOrMatchesTheBestFixedJobCountThatDoesNotOom) {
+  std::vector<SimJob> jobs = FlashAttnLike(48, 60);
+  int64_t best_fixed = 0;
+  int best_j = 0;
+  for (int j = 1; j <= 16; ++j) {
+    SimConfig config = Config();
+    config.fixed_j = j;
+    HistoryStore unused;
+    SimResult r = Simulate(jobs, config, &unused);
+    Print(fmt::format("fixed -j{}", j).c_str(), r);
+    if (r.completed && r.oom_kills == 0 && (best_j == 0 || r.makespan_ms < best_fixed)) {
+      best_fixed = r.makespan_ms;
+      best_j = j;
+    }
+  }
+  ASSERT_GT(best_j, 0);
+  HistoryStore history;
+  SimResult first = Simulate(jobs, Config(), &history);
+  SimResult learned = Simulate(jobs, Config(), &history);
+  Print("policy -j16, first build", first);
+  Print("policy -j16, with history", learned);
+  std::printf("[ sim  ] best fixed -j without OOM: -j%d at %.0f s\n", best_j, static_cast<double>(best_fixed) / 1000);
+  EXPECT_LE(learned.makespan_ms, best_fixed);
+  EXPECT_EQ(learned.oom_kills, 0);
+}
+
+}  // namespace
+}  // namespace headroom::sim
