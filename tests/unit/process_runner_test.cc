@@ -1,0 +1,630 @@
+// Tests for the POSIX ProcessRunner with real processes: exit codes, output capture, process
+// groups, console jobs, timeouts, job signals, interrupts, cgroup joining and resource usage.
+#include "headroom/exec/process_runner.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace headroom {
+namespace {
+
+bool RunningInCi() { return std::getenv("CI") != nullptr; }
+
+#define SKIP_OR_FAIL_IN_CI(why)                                  \
+  do {                                                           \
+    if (RunningInCi()) FAIL() << "cannot run under CI: " << why; \
+    GTEST_SKIP() << why;                                         \
+  } while (0)
+
+// Waits (without a timeout) until job `id` finishes; other finished jobs go to *others.
+JobExit WaitFor(ProcessRunner& runner, JobId id, std::vector<JobExit>* others = nullptr) {
+  for (;;) {
+    std::vector<JobExit> finished;
+    ProcessRunner::WaitResult result = runner.Wait(-1, &finished);
+    // An interrupt is sticky (every later Wait reports it too), so looping here would spin.
+    EXPECT_EQ(result, ProcessRunner::WaitResult::kJobsFinished);
+    if (result != ProcessRunner::WaitResult::kJobsFinished) return JobExit{};
+    JobExit wanted;
+    for (JobExit& exit : finished) {
+      if (exit.id == id) {
+        wanted = std::move(exit);
+      } else if (others) {
+        others->push_back(std::move(exit));
+      }
+    }
+    if (wanted.id == id) return wanted;
+  }
+}
+
+JobExit RunCommand(const std::string& command, const JobStartOptions& options = {}) {
+  auto runner = MakePosixProcessRunner();
+  std::string err;
+  JobId id = runner->Start(command, options, &err);
+  EXPECT_GE(id, 0) << err;
+  if (id < 0) return JobExit{};
+  return WaitFor(*runner, id);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream contents;
+  contents << in.rdbuf();
+  return contents.str();
+}
+
+// Fields of /proc/<pid>/stat after the command name: [0] is the state, [2] the process group.
+std::vector<std::string> StatFieldsAfterComm(pid_t pid) {
+  std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  std::vector<std::string> fields;
+  size_t close_paren = stat.rfind(')');
+  if (close_paren == std::string::npos) return fields;
+  std::istringstream rest(stat.substr(close_paren + 1));
+  for (std::string field; rest >> field;) fields.push_back(field);
+  return fields;
+}
+
+char ProcessState(pid_t pid) {
+  auto fields = StatFieldsAfterComm(pid);
+  return fields.empty() ? '?' : fields[0][0];
+}
+
+// True if /proc/<pid>/status shows SIGKILL pending (per thread or shared): the process is doomed.
+bool HasPendingSigkill(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("SigPnd:", 0) != 0 && line.rfind("ShdPnd:", 0) != 0) continue;
+    uint64_t pending = std::stoull(line.substr(line.find_first_not_of(" \t", 7)), nullptr, 16);
+    if (pending & (uint64_t{1} << (SIGKILL - 1))) return true;
+  }
+  return false;
+}
+
+// Processes in group `pgid` that would go on running. SIGKILL to a group is asynchronous and
+// grandchildren cannot be waited for, so a member that is a zombie, already exiting (PF_EXITING in
+// the stat flags) or has SIGKILL pending counts as gone.
+int SurvivorsInGroup(pid_t pgid) {
+  constexpr unsigned long kPfExiting = 0x4;
+  int survivors = 0;
+  DIR* proc = opendir("/proc");
+  while (dirent* entry = readdir(proc)) {
+    pid_t pid = static_cast<pid_t>(std::atoi(entry->d_name));
+    if (pid <= 0) continue;
+    auto fields = StatFieldsAfterComm(pid);  // [0] state, [2] pgrp, [6] flags
+    if (fields.size() <= 6 || std::stoi(fields[2]) != pgid) continue;
+    bool gone = fields[0] == "Z" || fields[0] == "X" || (std::stoul(fields[6]) & kPfExiting) ||
+                HasPendingSigkill(pid);
+    if (!gone) ++survivors;
+  }
+  closedir(proc);
+  return survivors;
+}
+
+// A temporary directory with a FIFO the test controls. The test holds it O_RDWR for its whole
+// life, so a job's open never blocks and data sent before the job opens it is not lost; jobs read
+// one line (`head -n 1`, `read`) and so stay blocked exactly until the test sends one.
+class ControlledFifo {
+ public:
+  ControlledFifo() {
+    char dir_template[] = "/tmp/headroom-exec-XXXXXX";
+    dir_ = mkdtemp(dir_template);
+    path_ = dir_ + "/fifo";
+    mkfifo(path_.c_str(), 0600);
+    fd_ = open(path_.c_str(), O_RDWR | O_CLOEXEC);
+  }
+  ~ControlledFifo() {
+    if (fd_ >= 0) close(fd_);
+    unlink(path_.c_str());
+    rmdir(dir_.c_str());
+  }
+  const std::string& path() const { return path_; }
+  bool ok() const { return fd_ >= 0; }
+  void SendLine(const std::string& line) {
+    std::string data = line + "\n";
+    EXPECT_EQ(write(fd_, data.data(), data.size()), static_cast<ssize_t>(data.size()));
+  }
+  // Reads one line a job wrote into the FIFO, waiting up to 30 s on the descriptor.
+  std::string ReadLine() {
+    std::string line;
+    char c;
+    pollfd pfd{fd_, POLLIN, 0};
+    while (poll(&pfd, 1, 30000) == 1 && read(fd_, &c, 1) == 1 && c != '\n') line += c;
+    return line;
+  }
+
+ private:
+  std::string dir_, path_;
+  int fd_ = -1;
+};
+
+TEST(ProcessRunnerTest, ExitCodes) {
+  JobExit ok = RunCommand("exit 0");
+  EXPECT_TRUE(ok.exited_normally);
+  EXPECT_TRUE(ok.success());
+  EXPECT_EQ(ok.ExitStatusCode(), 0);
+
+  JobExit three = RunCommand("exit 3");
+  EXPECT_TRUE(three.exited_normally);
+  EXPECT_FALSE(three.success());
+  EXPECT_EQ(three.exit_code, 3);
+  EXPECT_EQ(three.ExitStatusCode(), 3);
+}
+
+TEST(ProcessRunnerTest, KilledBySignalReports128PlusSignal) {
+  JobExit killed = RunCommand("kill -KILL $$");
+  EXPECT_FALSE(killed.exited_normally);
+  EXPECT_EQ(killed.term_signal, SIGKILL);
+  EXPECT_EQ(killed.ExitStatusCode(), 128 + SIGKILL);
+
+  JobExit terminated = RunCommand("kill -TERM $$");
+  EXPECT_EQ(terminated.term_signal, SIGTERM);
+  EXPECT_EQ(terminated.ExitStatusCode(), 128 + SIGTERM);
+}
+
+TEST(ProcessRunnerTest, StdoutAndStderrInterleaveInOrder) {
+  JobExit exit = RunCommand("echo a; echo b >&2; echo c");
+  EXPECT_EQ(exit.output, "a\nb\nc\n");
+}
+
+TEST(ProcessRunnerTest, LargeOutputDoesNotDeadlock) {
+  JobExit exit = RunCommand("head -c 1048576 /dev/zero; echo tail >&2");
+  ASSERT_EQ(exit.output.size(), 1048576u + 5);
+  EXPECT_EQ(exit.output.substr(1048576), "tail\n");
+  EXPECT_TRUE(exit.success());
+}
+
+TEST(ProcessRunnerTest, StdinIsDevNull) {
+  JobExit exit = RunCommand("cat; readlink /proc/self/fd/0");
+  EXPECT_EQ(exit.output, "/dev/null\n");
+  EXPECT_TRUE(exit.success());
+}
+
+TEST(ProcessRunnerTest, EnvironmentIsInherited) {
+  setenv("HEADROOM_EXEC_TEST_VAR", "inherited value", 1);
+  JobExit exit = RunCommand("printf '%s' \"$HEADROOM_EXEC_TEST_VAR\"");
+  unsetenv("HEADROOM_EXEC_TEST_VAR");
+  EXPECT_EQ(exit.output, "inherited value");
+}
+
+// The hex mask on the "<name>:" line of /proc/<pid>/status text; bit n-1 stands for signal n.
+uint64_t SignalMaskFromStatus(const std::string& status, const std::string& name) {
+  size_t at = status.find(name + ":\t");
+  if (at == std::string::npos) return ~uint64_t{0};
+  return std::stoull(status.substr(at + name.size() + 2, 16), nullptr, 16);
+}
+
+// Signals 32..SIGRTMIN-1 belong to libc. glibc's posix_spawn sets the ones glibc handles to SIG_IGN
+// in the child (outside our control, ninja's children see the same); the child's own libc
+// reinstalls its handlers, so they are excluded from the check.
+uint64_t LibcReservedSignalBits() {
+  uint64_t bits = 0;
+  for (int sig = 32; sig < SIGRTMIN; ++sig) bits |= uint64_t{1} << (sig - 1);
+  return bits;
+}
+
+TEST(ProcessRunnerTest, SignalsResetAndUnblockedInChild) {
+  // headroom ignoring SIGPIPE or blocking a signal must not leak into build commands.
+  struct sigaction ignore = {}, previous_pipe;
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &ignore, &previous_pipe);
+  sigset_t usr1, previous_mask;
+  sigemptyset(&usr1);
+  sigaddset(&usr1, SIGUSR1);
+  sigprocmask(SIG_BLOCK, &usr1, &previous_mask);
+
+  JobExit exit = RunCommand("grep -E '^Sig(Blk|Ign)' /proc/self/status");
+
+  sigprocmask(SIG_SETMASK, &previous_mask, nullptr);
+  sigaction(SIGPIPE, &previous_pipe, nullptr);
+  EXPECT_EQ(SignalMaskFromStatus(exit.output, "SigBlk"), 0u) << exit.output;
+  EXPECT_EQ(SignalMaskFromStatus(exit.output, "SigIgn") & ~LibcReservedSignalBits(), 0u) << exit.output;
+}
+
+TEST(ProcessRunnerTest, JobRunsInItsOwnProcessGroup) {
+  auto runner = MakePosixProcessRunner();
+  std::string err;
+  // Field 5 of /proc/self/stat is the process group; `read` is a builtin, so "self" is the shell.
+  JobId id = runner->Start("read -r pid comm state ppid pgrp rest < /proc/self/stat; echo $pgrp", {}, &err);
+  ASSERT_GE(id, 0) << err;
+  pid_t expected_group = runner->ProcessGroupOf(id);
+  EXPECT_EQ(expected_group, runner->PidOf(id));
+  JobExit exit = WaitFor(*runner, id);
+  EXPECT_EQ(exit.output, std::to_string(expected_group) + "\n");
+  EXPECT_NE(exit.output, std::to_string(getpgrp()) + "\n");
+}
+
+TEST(ProcessRunnerTest, ConsoleJobSharesHeadroomsProcessGroup) {
+  char path_template[] = "/tmp/headroom-console-XXXXXX";
+  int fd = mkstemp(path_template);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  std::string path = path_template;
+
+  auto runner = MakePosixProcessRunner();
+  JobStartOptions console;
+  console.use_console = true;
+  std::string err;
+  JobId id = runner->Start("read -r pid comm state ppid pgrp rest < /proc/self/stat; echo $pgrp > " + path,
+                           console, &err);
+  ASSERT_GE(id, 0) << err;
+  EXPECT_EQ(runner->ProcessGroupOf(id), getpgrp());
+  JobExit exit = WaitFor(*runner, id);
+  EXPECT_TRUE(exit.success());
+  EXPECT_EQ(exit.output, "");
+  EXPECT_EQ(ReadFile(path), std::to_string(getpgrp()) + "\n");
+  unlink(path.c_str());
+}
+
+TEST(ProcessRunnerTest, ConsoleJobsThatExitAtOnceAreCollected) {
+  // Regression: a console job can exit (and be reaped) inside Start, before it has a pidfd, so
+  // nothing wakes ppoll for it. Many tries make hitting that window likely.
+  auto runner = MakePosixProcessRunner();
+  JobStartOptions console;
+  console.use_console = true;
+  std::string err;
+  for (int i = 0; i < 200; ++i) {
+    JobId id = runner->Start("exit 5", console, &err);
+    ASSERT_GE(id, 0) << err;
+    std::vector<JobExit> finished;
+    ASSERT_EQ(runner->Wait(20000, &finished), ProcessRunner::WaitResult::kJobsFinished) << "try " << i;
+    ASSERT_EQ(finished.size(), 1u);
+    EXPECT_EQ(finished[0].exit_code, 5);
+  }
+}
+
+TEST(ProcessRunnerTest, ManyParallelJobsAllFinish) {
+  auto runner = MakePosixProcessRunner();
+  std::map<JobId, int> expected;
+  std::string err;
+  for (int i = 0; i < 64; ++i) {
+    JobId id = runner->Start("echo job" + std::to_string(i), {}, &err);
+    ASSERT_GE(id, 0) << err;
+    expected[id] = i;
+  }
+  EXPECT_EQ(runner->running_count(), 64u);
+  std::vector<JobExit> finished;
+  while (runner->running_count() > 0) {
+    ASSERT_EQ(runner->Wait(-1, &finished), ProcessRunner::WaitResult::kJobsFinished);
+  }
+  ASSERT_EQ(finished.size(), 64u);
+  for (const JobExit& exit : finished) {
+    EXPECT_TRUE(exit.success());
+    EXPECT_EQ(exit.output, "job" + std::to_string(expected.at(exit.id)) + "\n");
+  }
+}
+
+TEST(ProcessRunnerTest, WaitWithNoJobsReturnsTimeout) {
+  auto runner = MakePosixProcessRunner();
+  std::vector<JobExit> finished;
+  EXPECT_EQ(runner->Wait(-1, &finished), ProcessRunner::WaitResult::kTimeout);
+  EXPECT_TRUE(finished.empty());
+}
+
+TEST(ProcessRunnerTest, WaitTimesOutWhileJobIsBlocked) {
+  ControlledFifo fifo;
+  ASSERT_TRUE(fifo.ok());
+  auto runner = MakePosixProcessRunner();
+  std::string err;
+  JobId id = runner->Start("head -n 1 " + fifo.path(), {}, &err);
+  ASSERT_GE(id, 0) << err;
+
+  std::vector<JobExit> finished;
+  auto before = std::chrono::steady_clock::now();
+  EXPECT_EQ(runner->Wait(100, &finished), ProcessRunner::WaitResult::kTimeout);
+  auto waited = std::chrono::steady_clock::now() - before;
+  EXPECT_GE(waited, std::chrono::milliseconds(90));
+  EXPECT_TRUE(finished.empty());
+  EXPECT_EQ(runner->Wait(0, &finished), ProcessRunner::WaitResult::kTimeout);
+
+  fifo.SendLine("released");
+  JobExit exit = WaitFor(*runner, id);
+  EXPECT_EQ(exit.output, "released\n");
+  EXPECT_TRUE(exit.success());
+}
+
+TEST(ProcessRunnerTest, JobThatClosesOutputEarlyFinishesWhenItExits) {
+  ControlledFifo fifo;
+  ASSERT_TRUE(fifo.ok());
+  auto runner = MakePosixProcessRunner();
+  std::string err;
+  // EOF arrives long before the exit: the runner must wait for the exit without spinning on EOF.
+  JobId id = runner->Start("echo early; exec >&- 2>&-; read line < " + fifo.path() + "; exit 4", {}, &err);
+  ASSERT_GE(id, 0) << err;
+  std::vector<JobExit> finished;
+  EXPECT_EQ(runner->Wait(100, &finished), ProcessRunner::WaitResult::kTimeout);
+  fifo.SendLine("go");
+  JobExit exit = WaitFor(*runner, id);
+  EXPECT_EQ(exit.output, "early\n");
+  EXPECT_EQ(exit.exit_code, 4);
+}
+
+TEST(ProcessRunnerTest, DaemonHoldingThePipeDelaysCompletionUntilEof) {
+  ControlledFifo fifo;
+  ASSERT_TRUE(fifo.ok());
+  auto runner = MakePosixProcessRunner();
+  std::string err;
+  // ninja semantics: the shell exits at once, but its background child keeps the pipe open.
+  JobId id = runner->Start("head -n 1 " + fifo.path() + " & echo started", {}, &err);
+  ASSERT_GE(id, 0) << err;
+  std::vector<JobExit> finished;
+  EXPECT_EQ(runner->Wait(100, &finished), ProcessRunner::WaitResult::kTimeout);
+  EXPECT_EQ(runner->running_count(), 1u);
+  fifo.SendLine("daemon output");
+  JobExit exit = WaitFor(*runner, id);
+  EXPECT_TRUE(exit.success());
+  EXPECT_EQ(exit.output, "started\ndaemon output\n");
+}
+
+TEST(ProcessRunnerTest, StopAndContinueThroughSignalJob) {
+  ControlledFifo fifo;
+  ASSERT_TRUE(fifo.ok());
+  auto runner = MakePosixProcessRunner();
+  std::string err;
+  // Builtins only: a shell waiting in vfork for a child's exec cannot stop, so one process it is.
+  JobId id = runner->Start("read -r line < " + fifo.path() + "; echo \"$line\"", {}, &err);
+  ASSERT_GE(id, 0) << err;
+  pid_t pid = runner->PidOf(id);
+
+  ASSERT_TRUE(runner->SignalJob(id, SIGSTOP));
+  siginfo_t info = {};
+  // WNOWAIT: observe the stop without consuming anything the runner will need.
+  ASSERT_EQ(waitid(P_PID, pid, &info, WSTOPPED | WNOWAIT), 0);
+  EXPECT_EQ(info.si_code, CLD_STOPPED);
+  EXPECT_EQ(ProcessState(pid), 'T');
+
+  ASSERT_TRUE(runner->SignalJob(id, SIGCONT));
+  EXPECT_NE(ProcessState(pid), 'T');
+  fifo.SendLine("resumed");
+  JobExit exit = WaitFor(*runner, id);
+  EXPECT_EQ(exit.output, "resumed\n");
+  EXPECT_TRUE(exit.success());
+}
+
+TEST(ProcessRunnerTest, SigkillTakesDownTheWholeJobTree) {
+  ControlledFifo ready;
+  ASSERT_TRUE(ready.ok());
+  auto runner = MakePosixProcessRunner();
+  std::string err;
+  JobId id = runner->Start("sleep 100 & echo started > " + ready.path() + "; wait", {}, &err);
+  ASSERT_GE(id, 0) << err;
+  pid_t group = runner->ProcessGroupOf(id);
+  ASSERT_EQ(ready.ReadLine(), "started");
+  EXPECT_GE(SurvivorsInGroup(group), 2);  // the shell and the background sleep
+
+  ASSERT_TRUE(runner->SignalJob(id, SIGKILL));
+  JobExit exit = WaitFor(*runner, id);  // EOF needs the sleep (which holds the pipe) dead too
+  EXPECT_EQ(exit.term_signal, SIGKILL);
+  EXPECT_EQ(SurvivorsInGroup(group), 0);
+}
+
+TEST(ProcessRunnerTest, SignalJobOnUnknownIdFails) {
+  auto runner = MakePosixProcessRunner();
+  EXPECT_FALSE(runner->SignalJob(42, SIGTERM));
+  EXPECT_EQ(runner->PidOf(42), -1);
+  EXPECT_EQ(runner->ProcessGroupOf(42), -1);
+}
+
+TEST(ProcessRunnerTest, InterruptIsReportedAndAbortAllReaps) {
+  ControlledFifo fifo;
+  ASSERT_TRUE(fifo.ok());
+  auto runner = MakePosixProcessRunner();
+  std::string err;
+  std::vector<pid_t> pids;
+  for (int i = 0; i < 3; ++i) {
+    // Builtins only: with a forked `head`, a SIGINT landing while dash is in vfork is swallowed by
+    // dash (it waits for its child, which never got the signal) and the job would ignore it.
+    JobId id = runner->Start("read -r line < " + fifo.path(), {}, &err);
+    ASSERT_GE(id, 0) << err;
+    pids.push_back(runner->PidOf(id));
+  }
+  EXPECT_EQ(runner->interrupt_signal(), 0);
+
+  // The runner keeps SIGINT blocked outside ppoll, so this stays pending until Wait.
+  raise(SIGINT);
+  std::vector<JobExit> finished;
+  EXPECT_EQ(runner->Wait(-1, &finished), ProcessRunner::WaitResult::kInterrupted);
+  EXPECT_EQ(runner->interrupt_signal(), SIGINT);
+
+  runner->AbortAll(SIGINT);
+  EXPECT_EQ(runner->running_count(), 0u);
+  for (pid_t pid : pids) {
+    EXPECT_EQ(waitpid(pid, nullptr, WNOHANG), -1) << "pid " << pid << " was not reaped";
+    EXPECT_EQ(SurvivorsInGroup(pid), 0);
+  }
+}
+
+TEST(ProcessRunnerTest, TerminateSentToProcessIsReported) {
+  ControlledFifo fifo;
+  ASSERT_TRUE(fifo.ok());
+  auto runner = MakePosixProcessRunner();
+  std::string err;
+  ASSERT_GE(runner->Start("head -n 1 " + fifo.path(), {}, &err), 0) << err;
+  kill(getpid(), SIGTERM);
+  std::vector<JobExit> finished;
+  EXPECT_EQ(runner->Wait(-1, &finished), ProcessRunner::WaitResult::kInterrupted);
+  EXPECT_EQ(runner->interrupt_signal(), SIGTERM);
+}
+
+TEST(ProcessRunnerTest, SecondInterruptEscalatesAbortToSigkill) {
+  ControlledFifo fifo, ready;
+  ASSERT_TRUE(fifo.ok() && ready.ok());
+  auto runner = MakePosixProcessRunner();
+  std::string err;
+  // The job (and head, which inherits the ignored disposition) ignores SIGTERM.
+  JobId id = runner->Start("trap '' TERM; echo ready > " + ready.path() + "; head -n 1 " + fifo.path(), {}, &err);
+  ASSERT_GE(id, 0) << err;
+  pid_t group = runner->ProcessGroupOf(id);
+  ASSERT_EQ(ready.ReadLine(), "ready");
+  raise(SIGINT);  // delivered inside AbortAll's wait: the user pressing Ctrl-C again
+  runner->AbortAll(SIGTERM);
+  EXPECT_EQ(runner->running_count(), 0u);
+  EXPECT_EQ(SurvivorsInGroup(group), 0);
+}
+
+TEST(ProcessRunnerTest, AbortAllKillsStragglersOfTheGroup) {
+  ControlledFifo ready;
+  ASSERT_TRUE(ready.ok());
+  auto runner = MakePosixProcessRunner();
+  std::string err;
+  // The background child ignores SIGTERM; the shell does not. After the shell dies the rest of
+  // the group must still be swept away.
+  JobId id = runner->Start("(trap '' TERM; echo started > " + ready.path() + "; exec sleep 100) & wait", {}, &err);
+  ASSERT_GE(id, 0) << err;
+  pid_t group = runner->ProcessGroupOf(id);
+  ASSERT_EQ(ready.ReadLine(), "started");
+  runner->AbortAll(SIGTERM);
+  EXPECT_EQ(runner->running_count(), 0u);
+  EXPECT_EQ(SurvivorsInGroup(group), 0);
+}
+
+TEST(ProcessRunnerTest, DestructorKillsAndReapsRunningJobs) {
+  ControlledFifo fifo;
+  ASSERT_TRUE(fifo.ok());
+  pid_t pid;
+  {
+    auto runner = MakePosixProcessRunner();
+    std::string err;
+    JobId id = runner->Start("head -n 1 " + fifo.path(), {}, &err);
+    ASSERT_GE(id, 0) << err;
+    pid = runner->PidOf(id);
+  }
+  EXPECT_EQ(waitpid(pid, nullptr, WNOHANG), -1);
+  EXPECT_EQ(errno, ECHILD);
+  EXPECT_EQ(SurvivorsInGroup(pid), 0);
+}
+
+TEST(ProcessRunnerTest, ResourceUsageIsReported) {
+  JobExit exit = RunCommand("head -c 4000000 /dev/zero | wc -c");
+  EXPECT_EQ(exit.output, "4000000\n");
+  EXPECT_GT(exit.max_rss_kb, 0);
+  EXPECT_GE(exit.user_cpu_ms, 0);
+  EXPECT_GE(exit.system_cpu_ms, 0);
+  EXPECT_GE(exit.wall_ms, 0);
+  EXPECT_LT(exit.wall_ms, 60000);
+}
+
+TEST(ProcessRunnerTest, WallTimeCoversTheJobsLifetime) {
+  ControlledFifo fifo;
+  ASSERT_TRUE(fifo.ok());
+  auto runner = MakePosixProcessRunner();
+  std::string err;
+  JobId id = runner->Start("head -n 1 " + fifo.path(), {}, &err);
+  ASSERT_GE(id, 0) << err;
+  std::vector<JobExit> finished;
+  ASSERT_EQ(runner->Wait(150, &finished), ProcessRunner::WaitResult::kTimeout);
+  fifo.SendLine("x");
+  JobExit exit = WaitFor(*runner, id);
+  EXPECT_GE(exit.wall_ms, 140);
+  EXPECT_LT(exit.wall_ms, 60000);
+}
+
+// Children of this process in any state, zombies included (field 4 of /proc/<pid>/stat: ppid).
+int ChildrenOfThisProcess() {
+  int children = 0;
+  DIR* proc = opendir("/proc");
+  while (dirent* entry = readdir(proc)) {
+    pid_t pid = static_cast<pid_t>(std::atoi(entry->d_name));
+    auto fields = StatFieldsAfterComm(pid);
+    if (pid > 0 && fields.size() > 1 && std::stoi(fields[1]) == getpid()) ++children;
+  }
+  closedir(proc);
+  return children;
+}
+
+TEST(ProcessRunnerTest, JoiningMissingCgroupFailsStart) {
+  const int children_before = ChildrenOfThisProcess();
+  auto runner = MakePosixProcessRunner();
+  JobStartOptions options;
+  options.cgroup_dir = "/nonexistent/headroom-cgroup";
+  std::string err;
+  EXPECT_EQ(runner->Start("echo should not run", options, &err), -1);
+  EXPECT_NE(err.find("/nonexistent/headroom-cgroup"), std::string::npos) << err;
+  EXPECT_NE(err.find("cgroup"), std::string::npos) << err;
+  EXPECT_EQ(runner->running_count(), 0u);
+  EXPECT_EQ(ChildrenOfThisProcess(), children_before);  // the failed child was reaped
+}
+
+// The v1 memory cgroup this process is in, as a directory path; empty if there is none.
+std::string OwnMemoryCgroupDir() {
+  std::ifstream cgroups("/proc/self/cgroup");
+  for (std::string line; std::getline(cgroups, line);) {
+    // hierarchy-id:controller-list:path
+    size_t first = line.find(':');
+    size_t second = line.find(':', first + 1);
+    if (first == std::string::npos || second == std::string::npos) continue;
+    std::string controllers = "," + line.substr(first + 1, second - first - 1) + ",";
+    if (controllers.find(",memory,") == std::string::npos) continue;
+    std::string dir = "/sys/fs/cgroup/memory" + line.substr(second + 1);
+    struct stat st;
+    if (stat((dir + "/cgroup.procs").c_str(), &st) == 0) return dir;
+  }
+  return "";
+}
+
+TEST(ProcessRunnerTest, JobJoinsTheGivenCgroupBeforeExec) {
+  if (geteuid() != 0) SKIP_OR_FAIL_IN_CI("joining a cgroup needs root");
+  std::string parent = OwnMemoryCgroupDir();
+  if (parent.empty()) SKIP_OR_FAIL_IN_CI("no cgroup v1 memory hierarchy for this process");
+  std::string leaf = "headroom-exec-test-" + std::to_string(getpid());
+  std::string dir = parent + "/" + leaf;
+  if (mkdir(dir.c_str(), 0755) != 0) SKIP_OR_FAIL_IN_CI("cannot create " + dir + ": " + strerror(errno));
+
+  auto runner = MakePosixProcessRunner();
+  JobStartOptions options;
+  options.cgroup_dir = dir;
+  std::string err;
+  JobId id = runner->Start("cat /proc/self/cgroup; echo done >&2", options, &err);
+  JobExit exit;
+  if (id >= 0) exit = WaitFor(*runner, id);
+  EXPECT_EQ(rmdir(dir.c_str()), 0) << strerror(errno);
+
+  ASSERT_GE(id, 0) << err;
+  EXPECT_TRUE(exit.success());
+  std::string relative = dir.substr(std::string("/sys/fs/cgroup/memory").size());
+  EXPECT_NE(exit.output.find("memory:" + relative + "\n"), std::string::npos) << exit.output;
+  EXPECT_NE(exit.output.find("done\n"), std::string::npos);
+}
+
+TEST(ProcessRunnerTest, ConsoleJobCanJoinCgroupToo) {
+  if (geteuid() != 0) SKIP_OR_FAIL_IN_CI("joining a cgroup needs root");
+  std::string parent = OwnMemoryCgroupDir();
+  if (parent.empty()) SKIP_OR_FAIL_IN_CI("no cgroup v1 memory hierarchy for this process");
+  std::string dir = parent + "/headroom-exec-console-" + std::to_string(getpid());
+  if (mkdir(dir.c_str(), 0755) != 0) SKIP_OR_FAIL_IN_CI("cannot create " + dir + ": " + strerror(errno));
+
+  auto runner = MakePosixProcessRunner();
+  JobStartOptions options;
+  options.cgroup_dir = dir;
+  options.use_console = true;
+  std::string err;
+  JobId id = runner->Start("grep -q " + dir.substr(std::string("/sys/fs/cgroup/memory").size()) +
+                               " /proc/self/cgroup && exit 7",
+                           options, &err);
+  JobExit exit;
+  if (id >= 0) {
+    EXPECT_EQ(runner->ProcessGroupOf(id), getpgrp());
+    exit = WaitFor(*runner, id);
+  }
+  EXPECT_EQ(rmdir(dir.c_str()), 0) << strerror(errno);
+  ASSERT_GE(id, 0) << err;
+  EXPECT_EQ(exit.exit_code, 7);
+}
+
+}  // namespace
+}  // namespace headroom
