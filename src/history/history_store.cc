@@ -244,6 +244,16 @@ std::string HistoryStore::Open(const std::string& path) {
   return warning;
 }
 
+std::string HistoryStore::LoadForReading(const std::string& path) {
+  Close();
+  path_ = path;
+  std::string contents;
+  bool exists = false;
+  if (!ReadWholeFile(path, &contents, &exists)) return fmt::format("cannot read {}: {}", path, std::strerror(errno));
+  bool needs_rewrite = false;
+  return exists && !contents.empty() ? Parse(contents, &needs_rewrite) : "";
+}
+
 bool HistoryStore::AppendLine(const std::string& line, std::string* error) {
   if (!file_) return true;  // memory-only store (tests, or the file could not be opened).
   if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0) {

@@ -127,7 +127,8 @@ LoadStatus BuildLog::Load(const std::string& path, std::string* err) {
     Warning("build log version is too {}; starting over", version < kOldestReadableVersion ? "old" : "new");
     unlink(path.c_str());
     write_version_ = kCurrentVersion;
-    return LoadStatus::kSuccess;
+    // Gone now, exactly as if it had never existed (recompact then leaves no file behind).
+    return LoadStatus::kNotFound;
   }
   write_version_ = version;
 

@@ -31,7 +31,7 @@ const std::vector<Tool>& AllTools() {
        ToolCleanDead},
       {"urtle", nullptr, Phase::kAfterFlags, ToolUrtle},
       // headroom's own tool stays out of `-t list`, whose output must match ninja's byte for byte.
-      {"memstats", nullptr, Phase::kAfterFlags, ToolMemStats},
+      {"memstats", nullptr, Phase::kAfterLoad, ToolMemStats},
   };
   return kTools;
 }

@@ -100,3 +100,19 @@ def test_usage_is_ninjas_plus_headroom_section(headroom, e2e_config, args):
     assert extra.startswith("\nheadroom (memory-aware scheduling):\n")
     for option in ("--mem-budget", "--mem-reserve", "--no-memory"):
         assert option in extra
+
+
+def test_corrupt_deps_record_is_cut_off_once(headroom):
+    """ninja keeps a record with a bad checksum after "recovering", so it warns and rebuilds on every run;
+    headroom cuts the file before the bad record: one warning, one rebuild, then a clean log."""
+    ws = headroom
+    write_project(ws)
+    ws.run("-j1")
+    data = bytearray(ws.path(".ninja_deps").read_bytes())
+    data[16 + 4 + 4] ^= 0xFF  # the checksum of the first path record
+    ws.path(".ninja_deps").write_bytes(bytes(data))
+    r = ws.run("-j1")
+    assert r.stderr == "ninja: warning: premature end of file; recovering\n"
+    assert sorted(r.cmds) == ["a.o", "app", "b.o"]
+    r = ws.run("-j1")
+    assert r.stdout == "ninja: no work to do.\n" and r.stderr == ""

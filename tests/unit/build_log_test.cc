@@ -512,7 +512,7 @@ TEST(BuildLogLoad, UnreadableVersionsStartOver) {
     WriteBytes(path, std::string(c.header) + "0\t1\t2\tout\tf9084a3569068660\n");
     BuildLog log;
     std::string warnings;
-    EXPECT_EQ(LoadStatus::kSuccess, LoadQuietly(&log, path, &warnings));
+    EXPECT_EQ(LoadStatus::kNotFound, LoadQuietly(&log, path, &warnings));
     EXPECT_EQ(c.warning, warnings) << c.header;
     EXPECT_FALSE(Exists(path)) << c.header;
     EXPECT_TRUE(log.entries().empty());

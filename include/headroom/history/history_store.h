@@ -77,6 +77,9 @@ class HistoryStore {
   // well) and rewritten from whatever could be read. A file that cannot be written leaves the store
   // working in memory, also with a warning.
   std::string Open(const std::string& path);
+  // Reads `path` without ever writing it (for `-t memstats`): a damaged file gives a warning and
+  // whatever could be read.
+  std::string LoadForReading(const std::string& path);
 
   // Adds one finished (or killed) job and appends it to the file, flushed. A changed command hash
   // starts the edge's history afresh. Returns false with *error set when the file write failed
@@ -93,18 +96,21 @@ class HistoryStore {
   bool Compact(std::string* error);
   void Close();
 
-  size_t edge_count() const { return edges_.size(); }
-  size_t class_count() const { return classes_.size(); }
-  size_t records_in_file() const { return records_in_file_; }
-  size_t LiveRecordCount() const;
-
- private:
   struct StringHash {
     using is_transparent = void;
     size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
   };
   using EdgeMap = std::unordered_map<std::string, EdgeHistory, StringHash, std::equal_to<>>;
   using ClassIndex = std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>>;
+  const EdgeMap& edges() const { return edges_; }
+  const std::vector<ClassStats>& classes() const { return classes_; }
+
+  size_t edge_count() const { return edges_.size(); }
+  size_t class_count() const { return classes_.size(); }
+  size_t records_in_file() const { return records_in_file_; }
+  size_t LiveRecordCount() const;
+
+ private:
 
   // Parses the whole file; returns a warning for damage, sets *needs_rewrite when the file must be rebuilt.
   std::string Parse(std::string_view contents, bool* needs_rewrite);

@@ -1,0 +1,150 @@
+// `-t memstats [--json]`: what headroom measured (peaks, durations, how) per edge and per job class,
+// heaviest first, read from .headroom_history without modifying it.
+#include <algorithm>
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "headroom/estimator/size.h"
+#include "headroom/history/history_store.h"
+#include "headroom/tools/tools.h"
+#include "headroom/util/messages.h"
+
+namespace headroom {
+
+namespace {
+
+struct EdgeRow {
+  std::string output;
+  std::string class_key;
+  uint64_t peak = 0;       // largest completed peak among the recent runs (a killed run's if none completed)
+  uint64_t last_peak = 0;
+  int64_t last_duration_ms = 0;
+  size_t runs = 0;
+  size_t killed = 0;
+  const char* method = "unknown";
+};
+
+const char* MethodName(PeakMethod method) {
+  switch (method) {
+    case PeakMethod::kCgroup:
+      return "cgroup";
+    case PeakMethod::kProcessTree:
+      return "sampled";
+    case PeakMethod::kRusage:
+      return "rusage";
+    case PeakMethod::kUnknown:
+      break;
+  }
+  return "unknown";
+}
+
+std::vector<EdgeRow> EdgeRows(const HistoryStore& history) {
+  std::vector<EdgeRow> rows;
+  for (const auto& [output, edge] : history.edges()) {
+    if (edge.recent.empty()) continue;
+    EdgeRow row;
+    row.output = output;
+    row.class_key = history.ClassById(edge.class_id).key();
+    row.runs = edge.recent.size();
+    const HistoryRecord& last = edge.recent.back();
+    row.last_peak = last.peak_bytes;
+    row.last_duration_ms = last.duration_ms;
+    row.method = MethodName(last.method);
+    for (const HistoryRecord& record : edge.recent) {
+      if (record.killed()) ++row.killed;
+      row.peak = std::max(row.peak, record.peak_bytes);
+    }
+    rows.push_back(std::move(row));
+  }
+  std::sort(rows.begin(), rows.end(), [](const EdgeRow& a, const EdgeRow& b) {
+    return a.peak != b.peak ? a.peak > b.peak : a.output < b.output;
+  });
+  return rows;
+}
+
+std::vector<const ClassStats*> ClassRows(const HistoryStore& history) {
+  std::vector<const ClassStats*> rows;
+  for (const ClassStats& stats : history.classes()) {
+    if (stats.completed() || stats.killed()) rows.push_back(&stats);
+  }
+  std::sort(rows.begin(), rows.end(), [](const ClassStats* a, const ClassStats* b) {
+    return a->max_peak() != b->max_peak() ? a->max_peak() > b->max_peak() : a->key() < b->key();
+  });
+  return rows;
+}
+
+std::string Seconds(int64_t ms) { return fmt::format("{:.1f}s", static_cast<double>(ms) / 1000.0); }
+
+void PrintText(const std::vector<EdgeRow>& edges, const std::vector<const ClassStats*>& classes) {
+  printf("edges (%zu, heaviest first):\n", edges.size());
+  printf("  %10s  %10s  %9s  %4s  %6s  %-8s  %s\n", "peak", "last", "duration", "runs", "killed", "measured",
+         "output");
+  for (const EdgeRow& row : edges) {
+    printf("  %10s  %10s  %9s  %4zu  %6zu  %-8s  %s\n", FormatBytes(row.peak).c_str(),
+           FormatBytes(row.last_peak).c_str(), Seconds(row.last_duration_ms).c_str(), row.runs, row.killed,
+           row.method, row.output.c_str());
+  }
+  printf("classes (%zu, heaviest first):\n", classes.size());
+  printf("  %10s  %10s  %9s  %5s  %6s  %s\n", "max", "p90", "mean dur", "jobs", "killed", "class");
+  for (const ClassStats* stats : classes) {
+    printf("  %10s  %10s  %9s  %5llu  %6llu  %s\n", FormatBytes(stats->max_peak()).c_str(),
+           FormatBytes(stats->PeakQuantile(0.9)).c_str(), Seconds(stats->MeanDurationMs()).c_str(),
+           static_cast<unsigned long long>(stats->completed()), static_cast<unsigned long long>(stats->killed()),
+           stats->key().c_str());
+  }
+}
+
+void PrintJson(const std::vector<EdgeRow>& edges, const std::vector<const ClassStats*>& classes) {
+  nlohmann::json out;
+  out["edges"] = nlohmann::json::array();
+  for (const EdgeRow& row : edges) {
+    out["edges"].push_back({{"output", row.output},
+                            {"class", row.class_key},
+                            {"peak_bytes", row.peak},
+                            {"last_peak_bytes", row.last_peak},
+                            {"last_duration_ms", row.last_duration_ms},
+                            {"runs", row.runs},
+                            {"killed_runs", row.killed},
+                            {"measured_by", row.method}});
+  }
+  out["classes"] = nlohmann::json::array();
+  for (const ClassStats* stats : classes) {
+    out["classes"].push_back({{"class", stats->key()},
+                              {"max_peak_bytes", stats->max_peak()},
+                              {"p90_peak_bytes", stats->PeakQuantile(0.9)},
+                              {"mean_duration_ms", stats->MeanDurationMs()},
+                              {"completed_jobs", stats->completed()},
+                              {"killed_jobs", stats->killed()}});
+  }
+  printf("%s\n", out.dump(2).c_str());
+}
+
+}  // namespace
+
+int ToolMemStats(const ToolContext& context, const ToolArgs& args) {
+  bool json = false;
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (args[i] == "--json") {
+      json = true;
+    } else {
+      printf("usage: ninja -t memstats [--json]\n\nshow the peak memory and duration headroom measured, per edge and "
+             "per job class\n");
+      return args[i] == "-h" || args[i] == "--help" ? 0 : 1;
+    }
+  }
+  const std::string path = context.build_dir.empty() ? std::string(HistoryStore::kFileName)
+                                                     : context.build_dir + "/" + HistoryStore::kFileName;
+  HistoryStore history;
+  std::string warning = history.LoadForReading(path);
+  if (!warning.empty()) Warning("{}", warning);
+  std::vector<EdgeRow> edges = EdgeRows(history);
+  std::vector<const ClassStats*> classes = ClassRows(history);
+  if (json)
+    PrintJson(edges, classes);
+  else
+    PrintText(edges, classes);
+  return 0;
+}
+
+}  // namespace headroom
