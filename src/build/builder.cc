@@ -9,7 +9,9 @@
 
 #include <algorithm>
 #include <climits>
+#include <limits>
 
+#include "headroom/exec/jobserver.h"
 #include "headroom/logs/build_log.h"
 #include "headroom/logs/deps_log.h"
 #include "headroom/logs/depfile_parser.h"
@@ -126,7 +128,9 @@ bool Builder::AddTarget(Node* target, std::string* err) {
 bool Builder::CanStartMore(size_t running) const {
   // A dry run "finishes" jobs as soon as they start; like ninja it starts everything ready.
   if (config_.dry_run) return true;
-  int64_t capacity = static_cast<int64_t>(config_.parallelism) - static_cast<int64_t>(running);
+  // With a jobserver, make's pool replaces the -j cap (checked last, as taking a token is a side effect).
+  int64_t capacity = jobserver_ ? std::numeric_limits<int64_t>::max()
+                                : static_cast<int64_t>(config_.parallelism) - static_cast<int64_t>(running);
   if (config_.max_load_average > 0.0) {
     double load = -0.0;
     if (getloadavg(&load, 1) == 1) {
@@ -134,8 +138,10 @@ bool Builder::CanStartMore(size_t running) const {
       capacity = std::min(capacity, load_capacity);
     }
   }
-  // One job may always run, whatever the caps say.
-  return capacity > 0 || running == 0;
+  // One job may always run, whatever the caps say (for a jobserver: its implicit slot).
+  if (running == 0) return true;
+  if (capacity <= 0) return false;
+  return !jobserver_ || running < jobserver_->slots() || jobserver_->TryAcquire();
 }
 
 BuildResult Builder::Build(std::string* err) {
@@ -172,6 +178,8 @@ BuildResult Builder::Build(std::string* err) {
           ++pending_commands;
         }
       }
+      // A token taken for a job that did not start (nothing ready, or held back) goes back now.
+      if (jobserver_) jobserver_->ReleaseTo(static_cast<size_t>(pending_commands));
       if (pending_commands == 0 && !plan_.more_to_do()) break;
     }
 
@@ -224,6 +232,8 @@ BuildResult Builder::Build(std::string* err) {
           if (failures_allowed) --failures_allowed;
         }
       }
+      // Finished (or requeued) jobs hand their tokens back to make's pool.
+      if (jobserver_) jobserver_->ReleaseTo(static_cast<size_t>(pending_commands));
       continue;
     }
 
@@ -442,6 +452,8 @@ void Builder::Cleanup() {
     }
     running_.clear();
   }
+  // Nothing runs any more: every token goes back, whatever stopped the build.
+  if (jobserver_) jobserver_->ReleaseTo(0);
   if (!lock_file_path_.empty()) {
     std::string stat_err;
     if (disk_->Stat(lock_file_path_, &stat_err) > 0) disk_->RemoveFile(lock_file_path_);

@@ -8,6 +8,7 @@
 
 #include "headroom/admission/memory_controller.h"
 #include "headroom/estimator/estimator.h"
+#include "headroom/exec/jobserver.h"
 #include "headroom/history/history_store.h"
 #include "headroom/manifest/manifest_parser.h"
 #include "headroom/memory/job_meter.h"
@@ -227,8 +228,12 @@ int NinjaMain::RunBuild(const std::vector<std::string>& args, Status* status) {
     return 1;
   }
 
+  // make's jobserver (ninja 1.13), for this build only, not for a manifest regeneration. Declared
+  // before the builder so the builder hands its tokens back before the client closes.
+  std::unique_ptr<JobserverClient> jobserver = SetUpJobserver(config_, getenv("MAKEFLAGS"), status);
   Builder builder(&state_, config_, &build_log_, &deps_log_, &disk_, status, clock_, explanations_);
   ConfigureBuilder(&builder);
+  if (jobserver) builder.set_jobserver(jobserver.get());
   for (Node* target : targets) {
     if (!builder.AddTarget(target, &err) && !err.empty()) {
       status->Error(err);

@@ -22,6 +22,7 @@ class BuildLog;
 class Clock;
 class DepsLog;
 class DiskInterface;
+class JobserverClient;
 class Status;
 
 // Per-job decisions beyond -j: whether a ready edge may start now, what to do when a job ends,
@@ -67,6 +68,9 @@ class Builder {
 
   void set_runner(ProcessRunner* runner) { runner_ = runner; }
   void set_job_controller(JobController* controller) { controller_ = controller; }
+  // make's jobserver (MAKEFLAGS): every job past the first needs one of its tokens, and -j no
+  // longer caps. Not owned; tokens are handed back as jobs end and in Cleanup.
+  void set_jobserver(JobserverClient* jobserver) { jobserver_ = jobserver; }
   // The file stamped at each command start (log v6+); empty disables it.
   void set_lock_file_path(std::string path) { lock_file_path_ = std::move(path); }
   // Priority: weight of each edge on the critical path (default: ninja's 1 per command edge).
@@ -102,6 +106,7 @@ class Builder {
   ProcessRunner* runner_ = nullptr;
   JobController default_controller_;
   JobController* controller_ = &default_controller_;
+  JobserverClient* jobserver_ = nullptr;
   Plan plan_;
   DependencyScan scan_;
   std::string lock_file_path_;
