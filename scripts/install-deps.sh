@@ -7,6 +7,8 @@ debian_packages=(
   libfmt-dev nlohmann-json3-dev libspdlog-dev libcli11-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   ninja-build
+  chromium  # renders the HTML report to a PNG in tests/e2e/test_report.py
+  clang libclang-rt-14-dev  # libFuzzer targets (fuzz/run.sh)
 )
 
 missing=()

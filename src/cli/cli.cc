@@ -23,6 +23,7 @@
 #include "headroom/memory/job_meter.h"
 #include "headroom/memory/memory_probe.h"
 #include "headroom/report/build_outputs.h"
+#include "headroom/report/summary.h"
 #include "headroom/report/timeline.h"
 #include "headroom/status/status_printer.h"
 #include "headroom/tools/tool.h"
@@ -125,6 +126,9 @@ int RunPasses(const Options& options, const BuildConfig& config, const Tool* too
       CollectDecisions(ninja, decisions);
       // A dry run "regenerates" forever without changing anything; stop here.
       if (config.dry_run) return 0;
+      // Restarting closes both logs the way ninja's teardown does, which leaves them on disk.
+      ninja.build_log().Close();
+      ninja.deps_log().CloseCreatingFile();
       continue;
     }
     if (!err.empty()) {

@@ -19,6 +19,7 @@
 namespace headroom {
 
 class BuildLog;
+class BuildTimeline;
 class Clock;
 class Status;
 
@@ -63,6 +64,9 @@ class MemoryController : public JobController {
   // Critical-path cost of an edge: its predicted duration when history knows it (ms), else 1.
   int64_t EdgeCost(const Edge* edge);
 
+  // Where jobs, memory samples and decisions are recorded for the summary, trace and report (nullable).
+  void set_timeline(BuildTimeline* timeline) { timeline_ = timeline; }
+
   const MemoryDecisions& decisions() const { return decisions_; }
   uint64_t budget_bytes() const { return budget_bytes_; }
 
@@ -74,6 +78,7 @@ class MemoryController : public JobController {
     int memory_failures = 0;
     bool must_run_alone = false;
     int64_t waiting_since_ms = -1;  // when it started waiting for memory; -1 when not waiting
+    int64_t last_wait_ms = 0;       // how long it waited before its latest admission
     bool explained_wait = false;
   };
   struct Running {
@@ -82,6 +87,7 @@ class MemoryController : public JobController {
     int meter_key = 0;
     bool safety_killed = false;
     bool frozen_by_signal = false;  // SIGSTOP rather than a cgroup freezer
+    size_t timeline_job = 0;        // its entry in timeline_, when there is one
     RunningJob job;
   };
 
@@ -98,6 +104,12 @@ class MemoryController : public JobController {
   void PublishStatus(const MemoryReading& reading);
   void Explain(const std::string& message) const;
   void PrintWarnings();
+  // Timeline recording; each does nothing without a timeline.
+  void RecordJobStart(Running* running, const EdgeState& state, int64_t now);
+  void RecordJobEnd(const Running& running, int64_t now, uint64_t peak_bytes, const char* method,
+                    const std::string& outcome, int exit_code);
+  void RecordSample(const MemoryReading& reading, int64_t now);
+  void RecordMarker(const char* kind, const std::string& output, const std::string& detail, int64_t now);
 
   Parts parts_;
   MemoryConfig config_;
@@ -116,6 +128,7 @@ class MemoryController : public JobController {
   std::vector<RunningJob> pass_jobs_;
   int waiting_now_ = 0;
   MemoryDecisions decisions_;
+  BuildTimeline* timeline_ = nullptr;
 };
 
 }  // namespace headroom

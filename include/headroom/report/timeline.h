@@ -17,35 +17,63 @@ struct TimelineJob {
   int64_t start_ms = 0;          // ms since the build started
   int64_t end_ms = -1;           // -1 while running
   uint64_t estimate_bytes = 0;   // predicted peak when it was admitted (0: unknown / memory off)
-  std::string estimate_source;   // "edge history", "class history", "prior", "hint"
+  std::string estimate_source;   // EstimateSourceName: "edge history", "class history", "prior", "headroom_mem hint"
   uint64_t peak_bytes = 0;       // measured peak of the whole process tree (0: not measured)
   std::string peak_method;       // "cgroup", "sampled", "rusage"
-  std::string outcome;           // "ok", "failed", "oom-killed", "safety-killed" (requeued ones too)
+  std::string outcome;           // "ok", "failed", "oom-killed", "safety-killed" (requeued ones too),
+                                 // "interrupted" (still running when the build stopped)
   int exit_code = 0;
   int64_t waited_ms = 0;         // time it spent ready but held back for memory
   int slot = -1;                 // concurrency lane for drawing (assigned by the recorder)
 };
 
+// One running job's memory at a sample.
+struct JobUsage {
+  size_t job = 0;                // index into BuildTimeline::jobs()
+  uint64_t bytes = 0;            // the job's process tree at that moment
+};
+
 struct MemorySample {
   int64_t t_ms = 0;
-  uint64_t used_bytes = 0;       // in use by everything under the budget
+  uint64_t used_bytes = 0;       // in use by everything under the budget: the build's running jobs
+  uint64_t machine_used_bytes = 0;  // in use on the machine (or cgroup), the build included
   uint64_t budget_bytes = 0;
   uint64_t reserved_bytes = 0;   // what running jobs are still expected to grow
   double pressure_pct = 0.0;     // PSI some, short window
   int running = 0;
   int waiting = 0;               // ready jobs held back for memory
+  std::vector<JobUsage> jobs;    // the running jobs' shares of used_bytes (for the stacked chart)
 };
 
 struct TimelineMarker {
   int64_t t_ms = 0;
-  std::string kind;              // "wait", "freeze", "thaw", "kill", "requeue", "oom", "over-budget"
+  std::string kind;              // "wait", "freeze", "thaw", "kill", "requeue", "oom", "over-budget",
+                                 // "gave-up" (out of memory once too often: it failed)
   std::string output;            // the job it concerns
   std::string detail;            // human-readable reason
 };
 
+// What the report's header says about the build as a whole; filled by whoever runs the build.
+struct BuildFacts {
+  std::vector<std::string> targets;  // as given on the command line; empty = the manifest's defaults
+  std::string working_dir;
+  int64_t started_unix_s = 0;        // wall-clock start, for the report's date line
+  int64_t duration_ms = 0;
+  int parallelism = 0;               // -j
+  bool memory_enabled = true;        // false with --no-memory (no estimates, peaks or samples)
+  uint64_t budget_bytes = 0;
+  uint64_t reserve_bytes = 0;
+  std::string result;                // "succeeded", "failed", "interrupted", "" before it ended
+  int exit_code = 0;
+};
+
 class BuildTimeline {
  public:
-  // Returns the job's index, used for JobFinished.
+  // Recorders take times from the build's Clock; the timeline counts from `origin_ms` on it.
+  void set_origin_ms(int64_t origin_ms) { origin_ms_ = origin_ms; }
+  int64_t Elapsed(int64_t clock_ms) const { return clock_ms - origin_ms_; }
+
+  // Returns the job's index, used for JobFinished. Its lane is the lowest one free at its start.
   size_t JobStarted(TimelineJob job);
   void JobFinished(size_t index, int64_t end_ms, uint64_t peak_bytes, const std::string& peak_method,
                    const std::string& outcome, int exit_code);
@@ -55,8 +83,12 @@ class BuildTimeline {
   const std::vector<TimelineJob>& jobs() const { return jobs_; }
   const std::vector<MemorySample>& samples() const { return samples_; }
   const std::vector<TimelineMarker>& markers() const { return markers_; }
+  BuildFacts& facts() { return facts_; }
+  const BuildFacts& facts() const { return facts_; }
 
  private:
+  int64_t origin_ms_ = 0;
+  BuildFacts facts_;
   std::vector<TimelineJob> jobs_;
   std::vector<MemorySample> samples_;
   std::vector<TimelineMarker> markers_;

@@ -1,0 +1,176 @@
+# bench/compare.py: one-command headroom-vs-ninja comparison (manifest load, no-op, trivial-job throughput,
+# peak RSS) on the same generated trees, fresh directories per tool, interleaved runs; prints ratios.
+"""Usage: python3 bench/compare.py --headroom build-bench/headroom --out /dev/shm/hb
+
+Each figure is headroom / ninja from runs in the same invocation, interleaved (the order of the tools
+alternates every repetition). CPU = user+sys of the tool process and its jobs
+(GNU time), wall = monotonic clock.
+Medians and minimums over --reps repetitions are printed; a JSON summary goes to OUT/results.json.
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def ninja_default():
+    try:
+        import ninja  # the pip package that ships ninja 1.13.2
+        return os.path.join(ninja.BIN_DIR, "ninja")
+    except ImportError:
+        return shutil.which("ninja")
+
+
+def run(argv, cwd, env=None):
+    """Runs argv under /usr/bin/time; returns dict(wall, cpu, rss_kb, rc, out).
+
+    Peak RSS comes from /usr/bin/time (GNU time reports its own child's wait4 rusage): a process forked
+    straight from Python would inherit Python's RSS high-water mark into ru_maxrss.
+    """
+    tf = os.path.join(cwd, ".bench_time")
+    t0 = time.monotonic()
+    p = subprocess.run(["/usr/bin/time", "-f", "%M %U %S", "-o", tf] + argv, cwd=cwd,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    wall = time.monotonic() - t0
+    with open(tf) as f:
+        fields = f.read().split()[-3:]
+    os.unlink(tf)
+    return {"wall": wall, "cpu": float(fields[1]) + float(fields[2]), "rss_kb": int(fields[0]),
+            "rc": p.returncode, "out": p.stdout.decode(errors="replace")[-2000:]}
+
+
+def check(r, what):
+    if r["rc"] != 0:
+        sys.exit(f"{what} failed (rc {r['rc']}):\n{r['out']}")
+    return r
+
+
+def fresh_chromium(base, gen_build_dir, name):
+    """A fresh out/Default copy (manifests only) that shares the generated sources through a symlink."""
+    root = os.path.join(base, name)
+    shutil.rmtree(root, ignore_errors=True)
+    os.makedirs(root)
+    os.symlink(os.path.join(os.path.dirname(os.path.dirname(gen_build_dir)), "src"), os.path.join(root, "src"))
+    dst = os.path.join(root, "out", "Default")
+    shutil.copytree(gen_build_dir, dst)
+    return dst
+
+
+def fresh_trivial(base, gen_dir, name):
+    root = os.path.join(base, name)
+    shutil.rmtree(root, ignore_errors=True)
+    shutil.copytree(gen_dir, root)
+    return root
+
+
+def summarize(samples, key):
+    vals = [s[key] for s in samples]
+    return {"median": statistics.median(vals), "min": min(vals), "n": len(vals)}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--headroom", required=True)
+    ap.add_argument("--ninja", default=ninja_default())
+    ap.add_argument("--stub-cc", default=None, help="default: stub_cc next to --headroom's bench/ dir")
+    ap.add_argument("--out", default="/dev/shm/hb")
+    ap.add_argument("--targets", type=int, default=500)
+    ap.add_argument("--mean-sources", type=float, default=40)
+    ap.add_argument("--trivial-jobs", type=int, default=10000)
+    ap.add_argument("--trivial-j", type=int, default=64)
+    ap.add_argument("--build-j", type=int, default=16)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--trivial-reps", type=int, default=3)
+    ap.add_argument("--setup-no-memory", action="store_true",
+                    help="run headroom's full build before the no-op with --no-memory (faster on small machines)")
+    ap.add_argument("--skip", default="", help="comma list of: load,noop,trivial")
+    a = ap.parse_args()
+    headroom = os.path.abspath(a.headroom)
+    stub = a.stub_cc or os.path.join(os.path.dirname(headroom), "bench", "stub_cc")
+    stub = os.path.abspath(stub)
+    skip = set(filter(None, a.skip.split(",")))
+    os.makedirs(a.out, exist_ok=True)
+    gen = os.path.join(a.out, "gen")
+    gen_build = os.path.join(gen, "out", "Default")
+    stamp = os.path.join(gen, f"params-{a.targets}-{a.mean_sources}-{stub.replace('/', '_')}")
+    if not os.path.exists(stamp):
+        shutil.rmtree(gen, ignore_errors=True)
+        subprocess.check_call([sys.executable, os.path.join(HERE, "gen_manifest.py"), "--out", gen, "--targets",
+                               str(a.targets), "--mean-sources", str(a.mean_sources), "--cc", stub])
+        open(stamp, "w").close()
+    tools = {"ninja": [a.ninja], "headroom": [headroom]}
+    results = {"ninja_version": subprocess.run([a.ninja, "--version"], capture_output=True, text=True).stdout.strip(),
+               "cores": os.cpu_count(), "loadavg_start": os.getloadavg()}
+    samples = {}
+
+    def add(metric, tool, r):
+        samples.setdefault(metric, {}).setdefault(tool, []).append(r)
+
+    order = list(tools)
+    if "load" not in skip:
+        # Manifest load + full dry-run plan on a fresh directory (no logs), and `-t targets all`.
+        for rep in range(a.reps):
+            for tool in (order if rep % 2 == 0 else order[::-1]):
+                d = fresh_chromium(a.out, gen_build, f"load-{tool}")
+                add("load_dryrun", tool, check(run(tools[tool] + ["-n", "--quiet"], d), f"{tool} -n"))
+                add("load_targets", tool, check(run(tools[tool] + ["-t", "targets", "all"], d), f"{tool} -t targets"))
+    if "noop" not in skip:
+        dirs = {}
+        for tool in order:
+            d = fresh_chromium(a.out, gen_build, f"noop-{tool}")
+            extra = ["--no-memory"] if (tool == "headroom" and a.setup_no_memory) else []
+            r = check(run(tools[tool] + extra + [f"-j{a.build_j}", "--quiet"], d), f"{tool} full build")
+            add("full_build", tool, r)
+            dirs[tool] = d
+        for rep in range(a.reps):
+            for tool in (order if rep % 2 == 0 else order[::-1]):
+                r = check(run(tools[tool] + [f"-j{a.build_j}"], dirs[tool]), f"{tool} no-op")
+                if "no work to do" not in r["out"]:
+                    sys.exit(f"{tool} no-op build did work:\n{r['out']}")
+                add("noop", tool, r)
+    if "trivial" not in skip:
+        tgen = os.path.join(a.out, "trivial-gen")
+        shutil.rmtree(tgen, ignore_errors=True)
+        subprocess.check_call([sys.executable, os.path.join(HERE, "gen_manifest.py"), "--out", tgen, "--kind",
+                               "trivial", "--jobs", str(a.trivial_jobs), "--cc", stub], stdout=subprocess.DEVNULL)
+        variants = {"ninja": [a.ninja], "headroom": [headroom], "headroom_no_memory": [headroom, "--no-memory"]}
+        vorder = list(variants)
+        for rep in range(a.trivial_reps):
+            for v in (vorder if rep % 2 == 0 else vorder[::-1]):
+                d = fresh_trivial(a.out, tgen, f"trivial-{v}")
+                add("trivial", v, check(run(variants[v] + [f"-j{a.trivial_j}", "--quiet"], d), f"{v} trivial"))
+                shutil.rmtree(d, ignore_errors=True)
+
+    results["loadavg_end"] = os.getloadavg()
+    results["metrics"] = {}
+    for metric, by_tool in samples.items():
+        results["metrics"][metric] = {t: {k: summarize(s, k) for k in ("wall", "cpu", "rss_kb")}
+                                      for t, s in by_tool.items()}
+    with open(os.path.join(a.out, "results.json"), "w") as f:
+        json.dump(results, f, indent=1)
+
+    print(f"ninja {results['ninja_version']}, {results['cores']} cores, loadavg {results['loadavg_start']}")
+    print(f"{'metric':<14}{'variant':<20}{'wall med':>10}{'wall min':>10}{'cpu med':>10}{'cpu min':>10}"
+          f"{'rss MiB':>9}  ratios vs ninja (wall med / cpu med / cpu min / rss)")
+    for metric, by_tool in results["metrics"].items():
+        base = by_tool.get("ninja")
+        for t, m in by_tool.items():
+            line = (f"{metric:<14}{t:<20}{m['wall']['median']:>10.3f}{m['wall']['min']:>10.3f}"
+                    f"{m['cpu']['median']:>10.3f}{m['cpu']['min']:>10.3f}{m['rss_kb']['median'] / 1024:>9.1f}")
+            if base and t != "ninja":
+                def ratio(k, s):
+                    return m[k][s] / base[k][s] if base[k][s] else float("nan")
+                line += (f"  {ratio('wall', 'median'):.2f}x / {ratio('cpu', 'median'):.2f}x / "
+                         f"{ratio('cpu', 'min'):.2f}x / {ratio('rss_kb', 'median'):.2f}x")
+            print(line)
+    print(f"loadavg at end {results['loadavg_end']}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+// End-of-build summary: peak memory against the budget, time spent waiting for memory, what the
+// safety net did, and the heaviest jobs — in a handful of lines.
+#include "headroom/report/summary.h"
+
+#include <algorithm>
+
+#include "headroom/estimator/size.h"
+#include "headroom/report/report_format.h"
+
+namespace headroom {
+
+namespace {
+
+constexpr size_t kHeaviestShown = 3;
+
+std::string Counted(int count, const char* one, const char* many) {
+  return std::to_string(count) + " " + (count == 1 ? one : many);
+}
+
+// The budget holds the build's jobs (their summed memory), so that is the peak set against it.
+uint64_t BuildPeakBytes(const BuildTimeline& timeline) {
+  uint64_t peak = 0;
+  for (const MemorySample& sample : timeline.samples()) peak = std::max(peak, sample.used_bytes);
+  return peak;
+}
+
+std::string PeakLine(uint64_t peak, const MemoryDecisions& decisions) {
+  if (peak == 0) return "the build's memory was not measured";
+  std::string line = "the build's jobs peaked at " + FormatBytes(peak) + " together";
+  if (decisions.budget_bytes == 0) return line;
+  const double share = static_cast<double>(peak) * 100.0 / static_cast<double>(decisions.budget_bytes);
+  return line + " of the " + FormatBytes(decisions.budget_bytes) + " budget (" +
+         std::to_string(static_cast<int>(share + 0.5)) + "%)";
+}
+
+std::string WaitLine(const MemoryDecisions& decisions) {
+  if (decisions.jobs_waited == 0) return "no job had to wait for memory";
+  return Counted(decisions.jobs_waited, "job", "jobs") + " waited for memory, " +
+         FormatDuration(decisions.wait_ms_total) + " in all";
+}
+
+// Only what happened is listed; an empty line means the safety net never acted.
+std::string SafetyLine(const MemoryDecisions& decisions) {
+  std::vector<std::string> parts;
+  if (decisions.freezes) parts.push_back(Counted(decisions.freezes, "freeze", "freezes"));
+  if (decisions.safety_kills) parts.push_back(Counted(decisions.safety_kills, "job killed", "jobs killed") +
+                                              " to save the build");
+  if (decisions.oom_kills) parts.push_back(Counted(decisions.oom_kills, "OOM kill", "OOM kills"));
+  if (decisions.requeues) parts.push_back(Counted(decisions.requeues, "requeue", "requeues"));
+  if (decisions.over_budget_starts)
+    parts.push_back(Counted(decisions.over_budget_starts, "job", "jobs") + " over budget, run alone");
+  std::string line;
+  for (const std::string& part : parts) line += (line.empty() ? "" : ", ") + part;
+  return line;
+}
+
+std::vector<const TimelineJob*> HeaviestJobs(const BuildTimeline& timeline, size_t count) {
+  std::vector<const TimelineJob*> jobs;
+  for (const TimelineJob& job : timeline.jobs()) {
+    if (job.peak_bytes > 0) jobs.push_back(&job);
+  }
+  const size_t shown = std::min(count, jobs.size());
+  std::partial_sort(jobs.begin(), jobs.begin() + static_cast<std::ptrdiff_t>(shown), jobs.end(),
+                    [](const TimelineJob* a, const TimelineJob* b) { return a->peak_bytes > b->peak_bytes; });
+  jobs.resize(shown);
+  return jobs;
+}
+
+std::string HeavyJobLine(const TimelineJob& job) {
+  std::string line = "  " + FormatBytes(job.peak_bytes);
+  if (job.estimate_bytes > 0) line += " (estimated " + FormatBytes(job.estimate_bytes) + ")";
+  line += "  " + job.output;
+  if (job.outcome != "ok") line += " [" + job.outcome + "]";
+  return line;
+}
+
+}  // namespace
+
+bool SummaryWanted(const MemoryDecisions& decisions, bool verbose) {
+  return decisions.anything_happened() || verbose;
+}
+
+void AddDecisions(MemoryDecisions* total, const MemoryDecisions& pass) {
+  total->jobs_waited += pass.jobs_waited;
+  total->wait_ms_total += pass.wait_ms_total;
+  total->freezes += pass.freezes;
+  total->safety_kills += pass.safety_kills;
+  total->oom_kills += pass.oom_kills;
+  total->requeues += pass.requeues;
+  total->over_budget_starts += pass.over_budget_starts;
+  total->peak_used_bytes = std::max(total->peak_used_bytes, pass.peak_used_bytes);
+  if (pass.budget_bytes) total->budget_bytes = pass.budget_bytes;
+}
+
+std::vector<std::string> SummaryLines(const BuildTimeline& timeline, const MemoryDecisions& decisions) {
+  std::vector<std::string> lines{PeakLine(BuildPeakBytes(timeline), decisions), WaitLine(decisions)};
+  if (std::string safety = SafetyLine(decisions); !safety.empty()) lines.push_back(safety);
+  std::vector<const TimelineJob*> heaviest = HeaviestJobs(timeline, kHeaviestShown);
+  if (!heaviest.empty()) {
+    lines.push_back(heaviest.size() == 1 ? "heaviest job:" : "heaviest jobs:");
+    for (const TimelineJob* job : heaviest) lines.push_back(HeavyJobLine(*job));
+  }
+  return lines;
+}
+
+void PrintSummary(FILE* out, const std::vector<std::string>& lines) {
+  std::string text;
+  for (const std::string& line : lines) text += "headroom: " + line + "\n";
+  fwrite(text.data(), 1, text.size(), out);
+  fflush(out);
+}
+
+}  // namespace headroom
