@@ -115,12 +115,21 @@ LoadStatus BuildLog::Load(const std::string& path, std::string* err) {
     case ReadResult::kOk: break;
   }
 
-  // Only newline-terminated lines count: ninja ignores a torn last line, and a file without any
-  // complete line (even "# ninja log v7" alone) reads as an empty, valid log.
+  // Only newline-terminated lines count: ninja ignores a torn last line; a file that is only a
+  // header without its newline is valid when that header names a readable version.
   char* cursor = contents.data();
   char* const end = contents.data() + contents.size();
   char* header_end = static_cast<char*>(memchr(cursor, '\n', end - cursor));
-  if (!header_end) return LoadStatus::kSuccess;
+  if (contents.empty()) return LoadStatus::kSuccess;
+  if (!header_end) {
+    // A lone, unterminated header is still judged by its version ("# ninja" is too old).
+    const int lone_version = ParseVersion(std::string_view(cursor, end - cursor));
+    if (lone_version >= kOldestReadableVersion && lone_version <= kCurrentVersion) {
+      write_version_ = lone_version;
+      return LoadStatus::kSuccess;
+    }
+    header_end = end;
+  }
 
   const int version = ParseVersion(std::string_view(cursor, header_end - cursor));
   if (version < kOldestReadableVersion || version > kCurrentVersion) {

@@ -291,6 +291,9 @@ DAMAGES = {
 @pytest.mark.parametrize("log_name", [".ninja_log", ".ninja_deps"])
 @pytest.mark.parametrize("damage", sorted(DAMAGES))
 def test_damaged_log_build_proceeds(differential, log_name, damage):
+    if log_name == ".ninja_log" and damage == "truncated_half":
+        # A torn last line: a documented difference, pinned in test_headroom_differences.py.
+        pytest.skip("headroom deliberately starts a fresh line (docs/differences-from-ninja.md)")
     differential(_damage_scenario(log_name, DAMAGES[damage]))
 
 
@@ -407,12 +410,15 @@ def test_output_directory_under_a_file(ws):
     assert "Not a directory" in r.stderr  # ninja stops the whole build on a mkdir failure, even with -k 0
 
 
-@scenario
-def test_log_path_is_a_directory(ws):
+def test_log_path_is_a_directory(headroom_ws):
+    """ninja runs the job and then stops on the log write; headroom refuses before running anything
+    (docs/differences-from-ninja.md). Either way: exit 1 and a clear message."""
+    ws = headroom_ws
     ws.path(".ninja_log").mkdir()
     ws.write("build.ninja", manifest("build o: touch\n"))
     r = ws.run("-j1")
     assert r.rc == 1
+    assert "ninja: error: loading build log .ninja_log: Is a directory" in r.stderr
 
 
 @scenario

@@ -480,7 +480,7 @@ TEST(BuildLogLoad, AppendAfterATornLineStartsOnANewLine) {
 
 TEST(BuildLogLoad, FileWithoutAnyCompleteLineIsAnEmptyLog) {
   TempDir dir;
-  for (const std::string contents : {"", "# ninja log v7", "# ninja log v3"}) {
+  for (const std::string contents : {"", "# ninja log v7"}) {
     const std::string path = dir.File(".ninja_log");
     WriteBytes(path, contents);
     BuildLog log;
@@ -489,6 +489,19 @@ TEST(BuildLogLoad, FileWithoutAnyCompleteLineIsAnEmptyLog) {
     EXPECT_EQ("", warnings) << contents;
     EXPECT_TRUE(log.entries().empty());
     EXPECT_TRUE(Exists(path));
+  }
+}
+
+TEST(BuildLogLoad, UnterminatedUnreadableHeaderStartsOver) {
+  TempDir dir;
+  for (const std::string contents : {"# ninja", "# ninja log v3"}) {
+    const std::string path = dir.File(".ninja_log");
+    WriteBytes(path, contents);
+    BuildLog log;
+    std::string warnings;
+    EXPECT_EQ(LoadStatus::kNotFound, LoadQuietly(&log, path, &warnings));
+    EXPECT_EQ("ninja: warning: build log version is too old; starting over\n", warnings) << contents;
+    EXPECT_FALSE(Exists(path));
   }
 }
 
