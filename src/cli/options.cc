@@ -14,13 +14,13 @@
 #include <fstream>
 
 #include "headroom/estimator/size.h"
+#include "headroom/manifest/version.h"
 #include "headroom/util/messages.h"
 
 namespace headroom {
 
 namespace {
 
-constexpr const char* kNinjaVersion = "1.13.2";
 
 enum LongOption {
   kOptVersion = 256,

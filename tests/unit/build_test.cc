@@ -281,19 +281,22 @@ TEST_F(BuildTest, DepfileNamingUndeclaredOutputIsAnError) {
 }
 
 TEST_F(BuildTest, DepsGccRecordsIntoDepsLogAndRemovesDepfile) {
-  Parse("rule cc\n  command = touch $out $out.d\n  depfile = $out.d\n  deps = gcc\nbuild a.o: cc a.c\n");
+  // The fake compiler only touches a.o; the depfile it "wrote" is put in place beforehand.
+  Parse("rule cc\n  command = touch $out\n  depfile = $out.d\n  deps = gcc\nbuild a.o: cc a.c\n");
   fs_.Create("a.c");
   fs_.Create("a.h");
-  // The fake "compiler" writes an empty depfile; give it content the way a compiler would.
-  runner_.commands_run.clear();
-  std::string err;
-  state_.Reset();
-  auto builder = MakeBuilder();
-  ASSERT_TRUE(builder->AddTarget("a.o", &err)) << err;
   fs_.Create("a.o.d", "a.o: a.c a.h\n");
-  ASSERT_EQ(BuildResult::kSucceeded, builder->Build(&err)) << err;
-  // The fake `touch` refreshed a.o.d to empty before the builder read it; so record by hand.
-  EXPECT_FALSE(fs_.Exists("a.o.d") && !fs_.Contents("a.o.d").empty());
+  RunAndCollect("a.o");
+  DepsLog::Deps* deps = deps_log_.GetDeps(state_.LookupNode("a.o"));
+  ASSERT_NE(nullptr, deps);
+  ASSERT_EQ(2u, deps->nodes.size());
+  EXPECT_EQ("a.c", deps->nodes[0]->path);
+  EXPECT_EQ("a.h", deps->nodes[1]->path);
+  EXPECT_FALSE(fs_.Exists("a.o.d"));
+  // The recorded deps make the next run clean, and a header edit dirty.
+  EXPECT_TRUE(RunAndCollect("a.o").empty());
+  fs_.Create("a.h");
+  EXPECT_EQ((std::vector<std::string>{"touch a.o"}), RunAndCollect("a.o"));
 }
 
 TEST_F(BuildTest, MissingDepsLogEntryMakesEdgeDirty) {
@@ -446,6 +449,8 @@ TEST_F(BuildTest, DyndepFileLoadedBeforeScanAddsImplicitInputs) {
 }
 
 TEST_F(BuildTest, DyndepFileBuiltDuringBuildIsLoadedMidBuild) {
+  // `mkdd` produces the dyndep file, which adds `gen` as an input of `out`; `gen` must then be
+  // built before `out` although the manifest does not say so.
   Parse(
       "rule touch\n  command = touch $out\n"
       "rule mkdd\n  command = mkdd\n"
@@ -453,20 +458,14 @@ TEST_F(BuildTest, DyndepFileBuiltDuringBuildIsLoadedMidBuild) {
       "build gen: touch\n"
       "build out: touch in || dd\n  dyndep = dd\n");
   fs_.Create("in");
-  // The dyndep file appears when `mkdd` runs: emulate it by pre-creating its content with an old
-  // timestamp and letting the missing output "dd"... create it lazily through a custom command.
-  fs_.Create("dd", "ninja_dyndep_version = 1\nbuild out: dyndep | gen\n");
-  fs_.files_["dd"].mtime = 0;  // treat as missing so its edge runs first
-  fs_.files_.erase("dd");
-  std::string content = "ninja_dyndep_version = 1\nbuild out: dyndep | gen\n";
   state_.Reset();
   std::string err;
   auto builder = MakeBuilder();
   ASSERT_TRUE(builder->AddTarget("out", &err)) << err;
-  // Write the dyndep file as if `mkdd` produced it, before the build loop runs its edge.
-  fs_.Create("dd", content);
+  // What `mkdd` would write; an mtime of 0 reads as missing, so its edge still has to run first.
+  fs_.Create("dd", "ninja_dyndep_version = 1\nbuild out: dyndep | gen\n");
+  fs_.files_["dd"].mtime = 0;
   ASSERT_EQ(BuildResult::kSucceeded, builder->Build(&err)) << err;
-  // `gen` became an input of `out` via the dyndep file and was built before it.
   auto& run = runner_.commands_run;
   auto gen = std::find(run.begin(), run.end(), "touch gen");
   auto out = std::find(run.begin(), run.end(), "touch out");
