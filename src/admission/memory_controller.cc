@@ -126,9 +126,15 @@ Candidate MemoryController::CandidateFor(const Edge* edge, EdgeState& state, int
 void MemoryController::BeginPass() {
   pass_head_seen_ = false;
   pass_blocked_ = false;
-  // One reading per pass: a pass admits at most one job, and the next pass reads again, so every
-  // admission sees memory as it is after the previous one.
-  pass_reading_ = Read();
+  // A pass admits at most one job. Its reading may be a few milliseconds old: the policy itself reserves
+  // what every running job (one started since the reading included) is still expected to grow, and
+  // reading memory before each of hundreds of quick jobs a second would cost more than they do. A job
+  // that ends holding real memory makes the next pass read afresh.
+  const int64_t now = parts_.clock->NowMs();
+  if (pass_reading_ms_ < 0 || now - pass_reading_ms_ >= kReadingReuseMs) {
+    pass_reading_ = Read();
+    pass_reading_ms_ = now;
+  }
   pass_jobs_ = RunningJobs();
 }
 
@@ -229,11 +235,17 @@ MemoryController::Running* MemoryController::FindByKey(uint64_t key) {
 void MemoryController::Tick(ProcessRunner* runner) {
   if (running_.empty()) return;
   const int64_t now = parts_.clock->NowMs();
+  // The builder ticks after every wait, and with quick jobs a wait ends many times per interval:
+  // sampling at the interval keeps the cost per job flat while still watching the slow ones.
+  if (last_tick_ms_ >= 0 && now - last_tick_ms_ < kDefaultSampleIntervalMs) return;
+  last_tick_ms_ = now;
   parts_.meter->Sample();
   for (auto& [id, running] : running_) {
     MemoryTrack::Observe(&running.job, parts_.meter->CurrentBytes(running.meter_key), now);
   }
   const MemoryReading reading = Read();
+  pass_reading_ = reading;
+  pass_reading_ms_ = now;
   for (const SafetyAction& action : safety_.Decide(reading, RunningJobs(), now)) ApplySafetyAction(action, runner);
   RecordSample(reading, now);
   PublishStatus(reading);
@@ -291,6 +303,7 @@ bool MemoryController::JobFinished(Edge* edge, JobExit* exit) {
   JobExit metered = *exit;
   metered.id = running.meter_key;
   const JobMemoryResult result = parts_.meter->Finish(metered);
+  if (result.peak_bytes >= kFreshReadingAfterBytes) pass_reading_ms_ = -1;
 
   HistoryRecord record;
   record.peak_bytes = std::max(result.peak_bytes, running.job.peak_rss);

@@ -1,9 +1,10 @@
-// Implements LaunchChild: posix_spawn for ordinary jobs (fast, vfork-like), and fork + join the
-// cgroup + exec for cgroup jobs, with a close-on-exec status pipe that reports child-side failures.
+// Implements LaunchChild: posix_spawn for ordinary jobs, and for cgroup jobs a vfork-like clone that
+// joins the cgroup before exec (a fork with a status pipe in sanitized builds).
 #include "child_launch.h"
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sched.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -75,7 +76,13 @@ pid_t SpawnDirect(const std::string& command, const JobStartOptions& options, in
   return pid;
 }
 
-// ---- fork + cgroup path -----------------------------------------------------------------------
+// ---- clone(CLONE_VM | CLONE_VFORK) + cgroup path -----------------------------------------------
+//
+// posix_spawn cannot put the child into a cgroup before exec, so cgroup jobs get their own launcher.
+// It works like posix_spawn does inside libc: the child shares headroom's memory and runs on a small
+// stack of its own while headroom waits, so no page tables are copied (a plain fork of a large
+// headroom process costs far more than the job itself for trivial commands). The child only makes
+// raw system calls until it execs, and reports a failure through the shared plan.
 
 enum class ChildStage : int { kSetProcessGroup = 1, kJoinCgroup, kRedirectStdio, kExec };
 
@@ -84,19 +91,24 @@ struct ChildFailure {
   int error;
 };
 
-// Everything the forked child needs, prepared before fork: after fork only async-signal-safe
-// calls are allowed (headroom may have other threads).
-struct ForkedChildPlan {
+// Everything the child needs, prepared before the clone; it writes `failure` only when setup fails.
+struct ChildPlan {
   const char* cgroup_procs_path;
   bool use_console;
   int output_write_fd;
-  int status_write_fd;
   char** argv;
+  int status_write_fd = -1;  // fork path only
+  bool failed = false;
+  ChildFailure failure{};
 };
 
-[[noreturn]] void ReportAndExit(const ForkedChildPlan& plan, ChildStage stage) {
-  ChildFailure failure{stage, errno};
-  [[maybe_unused]] ssize_t ignored = ::write(plan.status_write_fd, &failure, sizeof failure);
+[[noreturn]] void ReportAndExit(ChildPlan* plan, ChildStage stage) {
+  const ChildFailure failure{stage, errno};
+  plan->failure = failure;
+  plan->failed = true;
+  if (plan->status_write_fd >= 0) {
+    [[maybe_unused]] ssize_t ignored = ::write(plan->status_write_fd, &failure, sizeof failure);
+  }
   _exit(127);
 }
 
@@ -128,19 +140,21 @@ bool RedirectStdio(int output_write_fd) {
   return ::dup2(output_write_fd, 1) >= 0 && ::dup2(output_write_fd, 2) >= 0;
 }
 
-[[noreturn]] void RunForkedChild(const ForkedChildPlan& plan) {
-  // All signals are blocked here (the parent blocked them around fork), so no handler of
+[[noreturn]] void RunChild(ChildPlan* plan) {
+  // All signals are blocked here (the parent blocked them around the clone), so no handler of
   // headroom's can run in the child before the dispositions are reset.
   ResetSignalDispositions();
-  if (!plan.use_console && ::setpgid(0, 0) != 0) ReportAndExit(plan, ChildStage::kSetProcessGroup);
-  if (!JoinCgroup(plan.cgroup_procs_path)) ReportAndExit(plan, ChildStage::kJoinCgroup);
-  if (!plan.use_console && !RedirectStdio(plan.output_write_fd)) ReportAndExit(plan, ChildStage::kRedirectStdio);
+  if (!plan->use_console && ::setpgid(0, 0) != 0) ReportAndExit(plan, ChildStage::kSetProcessGroup);
+  if (!JoinCgroup(plan->cgroup_procs_path)) ReportAndExit(plan, ChildStage::kJoinCgroup);
+  if (!plan->use_console && !RedirectStdio(plan->output_write_fd)) ReportAndExit(plan, ChildStage::kRedirectStdio);
   sigset_t empty_mask;
   sigemptyset(&empty_mask);
   sigprocmask(SIG_SETMASK, &empty_mask, nullptr);
-  ::execve(kShell, plan.argv, environ);
+  ::execve(kShell, plan->argv, environ);
   ReportAndExit(plan, ChildStage::kExec);
 }
+
+int CloneChildEntry(void* plan) { RunChild(static_cast<ChildPlan*>(plan)); }
 
 std::string DescribeChildFailure(const ChildFailure& failure, const std::string& cgroup_dir) {
   const char* reason = std::strerror(failure.error);
@@ -158,6 +172,20 @@ void ReapFailedChild(pid_t pid) {
   }
 }
 
+// Sanitizer runtimes intercept sigaction and friends and keep state in memory the child would share
+// with headroom, so sanitized builds take the slower fork path; its child has a private copy.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kShareMemoryWithChild = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+constexpr bool kShareMemoryWithChild = false;
+#else
+constexpr bool kShareMemoryWithChild = true;
+#endif
+#else
+constexpr bool kShareMemoryWithChild = true;
+#endif
+
 // Reads the status pipe until the child execs (EOF, nothing written) or reports a failure.
 bool ReadChildFailure(int status_read_fd, ChildFailure* failure) {
   ssize_t n;
@@ -167,8 +195,8 @@ bool ReadChildFailure(int status_read_fd, ChildFailure* failure) {
   return n == static_cast<ssize_t>(sizeof *failure);
 }
 
-pid_t ForkIntoCgroup(const std::string& command, const JobStartOptions& options, int output_write_fd,
-                     std::string* err) {
+// The fork child's copy of the plan is private, so a failure comes back through a close-on-exec pipe.
+pid_t ForkChild(ChildPlan* plan, std::string* err) {
   int status_fds[2];
   if (::pipe2(status_fds, O_CLOEXEC) != 0) {
     *err = fmt::format("pipe: {}", std::strerror(errno));
@@ -180,28 +208,46 @@ pid_t ForkIntoCgroup(const std::string& command, const JobStartOptions& options,
     *err = fmt::format("fcntl: {}", std::strerror(errno));
     return -1;
   }
+  plan->status_write_fd = status_write.get();
+  pid_t pid = ::fork();
+  if (pid == 0) RunChild(plan);
+  if (pid < 0) {
+    *err = fmt::format("fork: {}", std::strerror(errno));
+    return -1;
+  }
+  status_write.reset();  // so the read below sees EOF once the child has exec'd
+  plan->failed = ReadChildFailure(status_read.get(), &plan->failure);
+  return pid;
+}
 
+// Starts the child sharing memory (the parent resumes once it has exec'd or exited) or, in sanitized
+// builds, as a fork whose failure report comes back through a close-on-exec pipe.
+pid_t StartChild(ChildPlan* plan, std::string* err) {
+  if (kShareMemoryWithChild) {
+    constexpr size_t kChildStackBytes = 64 * 1024;
+    alignas(16) static char child_stack[kChildStackBytes];
+    pid_t pid = ::clone(CloneChildEntry, child_stack + kChildStackBytes, CLONE_VM | CLONE_VFORK | SIGCHLD, plan);
+    if (pid < 0) *err = fmt::format("clone: {}", std::strerror(errno));
+    return pid;
+  }
+  return ForkChild(plan, err);
+}
+
+pid_t ForkIntoCgroup(const std::string& command, const JobStartOptions& options, int output_write_fd,
+                     std::string* err) {
   std::string procs_path = options.cgroup_dir + "/cgroup.procs";
   ShellArgv shell(command);
-  ForkedChildPlan plan{procs_path.c_str(), options.use_console, output_write_fd, status_write.get(), shell.argv};
+  ChildPlan plan{procs_path.c_str(), options.use_console, output_write_fd, shell.argv};
 
   sigset_t all_signals, saved_mask;
   sigfillset(&all_signals);
   pthread_sigmask(SIG_SETMASK, &all_signals, &saved_mask);
-  pid_t pid = ::fork();
-  if (pid == 0) RunForkedChild(plan);
-  int fork_errno = errno;
+  pid_t pid = StartChild(&plan, err);
   pthread_sigmask(SIG_SETMASK, &saved_mask, nullptr);
-  status_write.reset();  // so the read below sees EOF once the child has exec'd
-
-  if (pid < 0) {
-    *err = fmt::format("fork: {}", std::strerror(fork_errno));
-    return -1;
-  }
-  ChildFailure failure;
-  if (ReadChildFailure(status_read.get(), &failure)) {
+  if (pid < 0) return -1;
+  if (plan.failed) {
     ReapFailedChild(pid);
-    *err = DescribeChildFailure(failure, options.cgroup_dir);
+    *err = DescribeChildFailure(plan.failure, options.cgroup_dir);
     return -1;
   }
   return pid;

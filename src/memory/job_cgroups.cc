@@ -1,4 +1,4 @@
-// JobCgroups: per-build and per-job cgroups (v1 memory + freezer, v2), their readings and removal.
+// JobCgroups: per-build and per-job cgroups (v1 memory + freezer, v2), their readings, recycling and removal.
 #include "headroom/memory/job_cgroups.h"
 
 #include <errno.h>
@@ -45,6 +45,9 @@ std::vector<pid_t> ReadPids(const std::string& dir) {
   }
   return pids;
 }
+
+// A reading of a recycled cgroup, less what earlier occupants left there.
+uint64_t Above(std::optional<uint64_t> value, uint64_t base) { return value && *value > base ? *value - base : 0; }
 
 std::optional<uint64_t> ReadNumber(KernelFile& file) {
   std::string text, err;
@@ -118,6 +121,7 @@ JobCgroups::~JobCgroups() {
     RemoveDir(job.freezer_dir, &ignored);
     RemoveDir(job.dir, &ignored);
   }
+  for (Job& job : spare_) RemoveDir(job.dir, &ignored);
   RemoveDir(freezer_build_dir_, &ignored);
   RemoveDir(build_dir_, &ignored);
 }
@@ -127,35 +131,89 @@ JobCgroups::Job* JobCgroups::Find(int job_key) {
   return it == jobs_.end() ? nullptr : &it->second;
 }
 
-std::string JobCgroups::CreateJob(int job_key, std::string* err) {
-  std::string dir = fmt::format("{}/job-{}", build_dir_, job_key);
-  if (!MakeDir(dir, err)) return "";
+JobCgroups::Job JobCgroups::MakeJob(const std::string& dir) const {
   bool v2 = options_.version == CgroupVersion::kV2;
   Job job;
   job.dir = dir;
   job.current = KernelFile(dir + (v2 ? "/memory.current" : "/memory.usage_in_bytes"));
   job.peak = KernelFile(dir + (v2 ? "/memory.peak" : "/memory.max_usage_in_bytes"));
+  job.oom_events = KernelFile(dir + (v2 ? "/memory.events" : "/memory.oom_control"));
+  return job;
+}
+
+std::string JobCgroups::CreateJob(int job_key, std::string* err) {
+  Job job;
+  if (!TakeSpare(&job)) {
+    // Names are never reused within a build, so a cgroup that could not be removed never gets a second job.
+    std::string dir = fmt::format("{}/job-{}", build_dir_, ++job_dirs_made_);
+    if (!MakeDir(dir, err)) return "";
+    job = MakeJob(dir);
+  }
+  std::string dir = job.dir;
   jobs_[job_key] = std::move(job);
   return dir;
 }
 
+// A spare that cannot be re-armed (a kernel whose memory.peak cannot be reset) is removed instead.
+bool JobCgroups::TakeSpare(Job* job) {
+  while (!spare_.empty()) {
+    Job spare = std::move(spare_.back());
+    spare_.pop_back();
+    if (Rearm(spare)) {
+      *job = std::move(spare);
+      return true;
+    }
+    std::string ignored;
+    RemoveDir(spare.dir, &ignored);
+    options_.recycle_max_leftover_bytes = 0;  // this kernel cannot reset peaks: stop recycling
+  }
+  return false;
+}
+
+// Resets the high-water mark to the current charge (v1: writing 0; v2 >= 6.12: any write, per
+// descriptor) and notes what is already there, so readings cover the new job only.
+bool JobCgroups::Rearm(Job& job) {
+  std::string err;
+  if (!job.peak.Write("0", &err)) return false;
+  job.leftover_bytes = ReadNumber(job.current).value_or(0);
+  std::string text;
+  job.oom_kills_before = job.oom_events.Read(&text, &err) ? ParseKeyedValue(text, "oom_kill").value_or(0) : 0;
+  return true;
+}
+
+bool JobCgroups::CanRecycle(Job& job) {
+  constexpr size_t kMaxSpares = 256;
+  if (options_.recycle_max_leftover_bytes == 0 || !job.freezer_dir.empty() || spare_.size() >= kMaxSpares) {
+    return false;
+  }
+  std::optional<uint64_t> charge = ReadNumber(job.current);
+  return charge && *charge <= options_.recycle_max_leftover_bytes;
+}
+
 std::optional<uint64_t> JobCgroups::CurrentBytes(int job_key) {
   Job* job = Find(job_key);
-  return job ? ReadNumber(job->current) : std::nullopt;
+  if (job == nullptr) return std::nullopt;
+  std::optional<uint64_t> charge = ReadNumber(job->current);
+  if (!charge) return std::nullopt;
+  return Above(charge, job->leftover_bytes);
 }
 
 std::optional<uint64_t> JobCgroups::PeakBytes(int job_key) {
   Job* job = Find(job_key);
-  return job ? ReadNumber(job->peak) : std::nullopt;
+  if (job == nullptr) return std::nullopt;
+  std::optional<uint64_t> peak = ReadNumber(job->peak);
+  if (!peak) return std::nullopt;
+  return Above(peak, job->leftover_bytes);
 }
 
 std::optional<uint64_t> JobCgroups::OomKills(int job_key) {
   Job* job = Find(job_key);
   if (job == nullptr) return std::nullopt;
-  bool v2 = options_.version == CgroupVersion::kV2;
   std::string text, err;
-  if (!ReadWholeFile(job->dir + (v2 ? "/memory.events" : "/memory.oom_control"), &text, &err)) return std::nullopt;
-  return ParseKeyedValue(text, "oom_kill");
+  if (!job->oom_events.Read(&text, &err)) return std::nullopt;
+  std::optional<uint64_t> kills = ParseKeyedValue(text, "oom_kill");
+  if (!kills) return std::nullopt;
+  return Above(kills, job->oom_kills_before);
 }
 
 bool JobCgroups::Freeze(int job_key, std::string* err) {
@@ -233,6 +291,11 @@ bool JobCgroups::RemoveJob(int job_key, std::string* err) {
   if (!ReadPids(job->dir).empty()) {
     *err = fmt::format("cgroup {} still has processes", job->dir);
     return false;
+  }
+  if (CanRecycle(*job)) {
+    spare_.push_back(std::move(*job));
+    jobs_.erase(job_key);
+    return true;
   }
   if (!RemoveDir(job->freezer_dir, err) || !RemoveDir(job->dir, err)) return false;
   jobs_.erase(job_key);

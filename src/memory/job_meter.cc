@@ -47,7 +47,10 @@ JobMeter::~JobMeter() = default;
 std::string JobMeter::PrepareJob(JobId id) {
   Job& job = jobs_[id];
   job = Job{};
-  job.system_oom_kills_at_start = system_oom_.Read();
+  // The counter as of the last sample is early enough: it can only make a rise during the job look
+  // larger, and it is read only for jobs without a cgroup that die of SIGKILL.
+  if (!system_oom_read_) RefreshSystemOomKills();
+  job.system_oom_kills_at_start = system_oom_kills_;
   if (!cgroups_) return "";
   std::string err;
   std::string dir = cgroups_->CreateJob(id, &err);
@@ -66,7 +69,13 @@ void JobMeter::JobStarted(JobId id, pid_t pgid) {
   if (!job.in_cgroup) sampler_.Track(pgid);
 }
 
+void JobMeter::RefreshSystemOomKills() {
+  system_oom_kills_ = system_oom_.Read();
+  system_oom_read_ = true;
+}
+
 void JobMeter::Sample() {
+  RefreshSystemOomKills();
   bool any_sampled = false;
   for (auto& [id, job] : jobs_) {
     if (job.in_cgroup) {
@@ -120,7 +129,8 @@ JobMemoryResult JobMeter::Finish(const JobExit& exit) {
   OomFacts facts;
   facts.killed_by_sigkill = !exit.exited_normally && exit.term_signal == SIGKILL;
   facts.system_oom_kills_at_start = job.system_oom_kills_at_start;
-  facts.system_oom_kills_at_end = system_oom_.Read();
+  // /proc/vmstat is long; only a SIGKILL makes its counter matter (see AttributeOom).
+  if (facts.killed_by_sigkill) facts.system_oom_kills_at_end = system_oom_.Read();
   result.rusage_peak_bytes = static_cast<uint64_t>(std::max<int64_t>(exit.max_rss_kb, 0)) * 1024;
 
   if (job.in_cgroup) {

@@ -30,6 +30,9 @@ bool ReadFromOffsetZero(int fd, std::string* contents) {
     if (n == 0) return true;
     contents->append(buffer, static_cast<size_t>(n));
     offset += n;
+    // procfs, sysfs and cgroupfs fill a read as far as they can, as regular files do, so a short read is
+    // the end: one system call per reading instead of two for every small file read each tick.
+    if (static_cast<size_t>(n) < sizeof buffer) return true;
   }
 }
 
@@ -37,7 +40,8 @@ bool ReadFromOffsetZero(int fd, std::string* contents) {
 
 KernelFile::~KernelFile() { Close(); }
 
-KernelFile::KernelFile(KernelFile&& other) noexcept : path_(std::move(other.path_)), fd_(other.fd_) {
+KernelFile::KernelFile(KernelFile&& other) noexcept
+    : path_(std::move(other.path_)), fd_(other.fd_), writable_(other.writable_) {
   other.fd_ = -1;
 }
 
@@ -46,6 +50,7 @@ KernelFile& KernelFile::operator=(KernelFile&& other) noexcept {
     Close();
     path_ = std::move(other.path_);
     fd_ = other.fd_;
+    writable_ = other.writable_;
     other.fd_ = -1;
   }
   return *this;
@@ -53,7 +58,7 @@ KernelFile& KernelFile::operator=(KernelFile&& other) noexcept {
 
 bool KernelFile::Open(std::string* err) {
   if (fd_ >= 0) return true;
-  fd_ = open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  fd_ = open(path_.c_str(), (writable_ ? O_RDWR : O_RDONLY) | O_CLOEXEC);
   if (fd_ < 0) {
     *err = ErrnoMessage("cannot open", path_);
     return false;
@@ -78,6 +83,32 @@ bool KernelFile::Read(std::string* contents, std::string* err) {
   if (!Open(err)) return false;
   if (ReadFromOffsetZero(fd_, contents)) return true;
   *err = ErrnoMessage("cannot read", path_);
+  return false;
+}
+
+bool KernelFile::Write(const std::string& contents, std::string* err) {
+  if (path_.empty()) {
+    *err = "no file";
+    return false;
+  }
+  if (!writable_) {
+    Close();
+    writable_ = true;
+  }
+  if (!Open(err)) {
+    writable_ = false;  // reads go on through a read-only descriptor
+    return false;
+  }
+  // Plain files (test trees) need the truncation; cgroupfs ignores it.
+  [[maybe_unused]] int ignored = ftruncate(fd_, 0);
+  ssize_t n;
+  do {
+    n = pwrite(fd_, contents.data(), contents.size(), 0);
+  } while (n < 0 && errno == EINTR);
+  if (n == static_cast<ssize_t>(contents.size())) return true;
+  *err = ErrnoMessage("cannot write", path_);
+  Close();
+  writable_ = false;
   return false;
 }
 

@@ -53,8 +53,9 @@ TEST(JobCgroupsFakeTest, V2EnablesMemoryForChildrenAndMakesJobDirs) {
   EXPECT_EQ(ReadText(build.fake.Path("cg/cgroup.subtree_control")), "+memory");
   EXPECT_EQ(ReadText(build.fake.Path("cg/hr/cgroup.subtree_control")), "+memory");
   std::string dir = cgroups->CreateJob(7, &err);
-  EXPECT_EQ(dir, build.fake.Path("cg/hr/job-7"));
+  EXPECT_EQ(dir, build.fake.Path("cg/hr/job-1"));  // numbered in order of creation, never reused
   EXPECT_TRUE(Exists(dir));
+  EXPECT_EQ(cgroups->CreateJob(8, &err), build.fake.Path("cg/hr/job-2"));
 }
 
 TEST(JobCgroupsFakeTest, V2ReadsPeakCurrentAndOomKills) {
@@ -86,12 +87,12 @@ TEST(JobCgroupsFakeTest, V2FreezeAndThawWriteCgroupFreeze) {
   std::string err;
   auto cgroups = JobCgroups::Create(build.options, &err);
   ASSERT_NE(cgroups, nullptr) << err;
-  cgroups->CreateJob(3, &err);
-  build.fake.Write("cg/hr/job-3/cgroup.freeze", "0\n");
+  std::string dir = cgroups->CreateJob(3, &err);
+  build.fake.Write("cg/hr/job-1/cgroup.freeze", "0\n");
   ASSERT_TRUE(cgroups->Freeze(3, &err)) << err;
-  EXPECT_EQ(ReadText(build.fake.Path("cg/hr/job-3/cgroup.freeze")), "1");
+  EXPECT_EQ(ReadText(dir + "/cgroup.freeze"), "1");
   ASSERT_TRUE(cgroups->Thaw(3, &err)) << err;
-  EXPECT_EQ(ReadText(build.fake.Path("cg/hr/job-3/cgroup.freeze")), "0");
+  EXPECT_EQ(ReadText(dir + "/cgroup.freeze"), "0");
 }
 
 TEST(JobCgroupsFakeTest, RemoveJobRefusesWhileProcessesRemain) {
@@ -100,10 +101,67 @@ TEST(JobCgroupsFakeTest, RemoveJobRefusesWhileProcessesRemain) {
   auto cgroups = JobCgroups::Create(build.options, &err);
   ASSERT_NE(cgroups, nullptr) << err;
   cgroups->CreateJob(4, &err);
-  build.fake.Write("cg/hr/job-4/cgroup.procs", "4242\n");
+  build.fake.Write("cg/hr/job-1/cgroup.procs", "4242\n");
   EXPECT_EQ(cgroups->Pids(4), std::vector<pid_t>{4242});
   EXPECT_FALSE(cgroups->RemoveJob(4, &err));
   EXPECT_NE(err.find("still has processes"), std::string::npos) << err;
+}
+
+// A job that leaves only a little charge behind hands its cgroup to the next job, whose readings are then
+// taken relative to the leftover; mkdir and rmdir of a memory cgroup cost more than a trivial job.
+TEST(JobCgroupsFakeTest, RecyclesAnEmptiedCgroupAndReadsRelativeToWhatWasLeft) {
+  FakeV2Build build;
+  std::string err;
+  auto cgroups = JobCgroups::Create(build.options, &err);
+  ASSERT_NE(cgroups, nullptr) << err;
+  std::string first = cgroups->CreateJob(1, &err);
+  build.fake.Write("cg/hr/job-1/cgroup.procs", "");
+  build.fake.Write("cg/hr/job-1/memory.current", "1000\n");
+  build.fake.Write("cg/hr/job-1/memory.peak", "700000\n");
+  build.fake.Write("cg/hr/job-1/memory.events", "oom 1\noom_kill 2\n");
+  ASSERT_TRUE(cgroups->RemoveJob(1, &err)) << err;
+  EXPECT_EQ(cgroups->spare_count(), 1u);
+  EXPECT_TRUE(Exists(first));
+
+  EXPECT_EQ(cgroups->CreateJob(2, &err), first);
+  EXPECT_EQ(cgroups->spare_count(), 0u);
+  EXPECT_EQ(ReadText(first + "/memory.peak"), "0");  // the reset: the kernel restarts the mark from here
+  build.fake.Write("cg/hr/job-1/memory.current", "1500\n");
+  build.fake.Write("cg/hr/job-1/memory.peak", "9000\n");
+  EXPECT_EQ(cgroups->CurrentBytes(2), 500u);
+  EXPECT_EQ(cgroups->PeakBytes(2), 8000u);
+  EXPECT_EQ(cgroups->OomKills(2), 0u);  // the earlier job's kills are not this one's
+  build.fake.Write("cg/hr/job-1/memory.events", "oom 2\noom_kill 3\n");
+  EXPECT_EQ(cgroups->OomKills(2), 1u);
+}
+
+TEST(JobCgroupsFakeTest, KeepsNoCgroupThatStillHoldsMuchCharge) {
+  FakeV2Build build;
+  build.options.recycle_max_leftover_bytes = 4096;
+  std::string err;
+  auto cgroups = JobCgroups::Create(build.options, &err);
+  ASSERT_NE(cgroups, nullptr) << err;
+  std::string first = cgroups->CreateJob(1, &err);
+  build.fake.Write("cg/hr/job-1/memory.current", "4097\n");
+  cgroups->RemoveJob(1, &err);  // a fake directory with files cannot be removed; what matters is no reuse
+  EXPECT_EQ(cgroups->spare_count(), 0u);
+  EXPECT_NE(cgroups->CreateJob(2, &err), first);
+}
+
+TEST(JobCgroupsFakeTest, StopsRecyclingWhenThePeakCannotBeReset) {
+  FakeV2Build build;
+  std::string err;
+  auto cgroups = JobCgroups::Create(build.options, &err);
+  ASSERT_NE(cgroups, nullptr) << err;
+  std::string first = cgroups->CreateJob(1, &err);
+  build.fake.Write("cg/hr/job-1/memory.current", "0\n");
+  ASSERT_TRUE(cgroups->RemoveJob(1, &err)) << err;
+  ASSERT_EQ(cgroups->spare_count(), 1u);
+  // No writable memory.peak (none before 5.19, read-only before 6.12): a fresh cgroup, and no more recycling.
+  EXPECT_EQ(cgroups->CreateJob(2, &err), build.fake.Path("cg/hr/job-2"));
+  build.fake.Write("cg/hr/job-2/memory.current", "0\n");
+  cgroups->RemoveJob(2, &err);  // a fake directory with files cannot be removed; what matters is no reuse
+  EXPECT_EQ(cgroups->spare_count(), 0u);
 }
 
 TEST(JobCgroupsFakeTest, UnwritableParentMeansNoCgroups) {
@@ -267,7 +325,8 @@ TEST_F(RealCgroupTest, FreezeStopsTheWholeTreeAndThawLetsItFinish) {
                            "no freezer: the caller would SIGSTOP instead");
   ASSERT_TRUE(frozen);
   if (version_ == CgroupVersion::kV1) {
-    std::string freezer_job = layout_.v1_freezer_dir + build_dir_.substr(build_dir_.rfind('/')) + "/job-4";
+    std::string freezer_job =
+        layout_.v1_freezer_dir + build_dir_.substr(build_dir_.rfind('/')) + dir.substr(dir.rfind('/'));
     std::string state = ReadText(freezer_job + "/freezer.state");
     EXPECT_TRUE(state == "FROZEN\n" || state == "FREEZING\n") << state;
     std::string members = ReadText(freezer_job + "/cgroup.procs");
@@ -280,6 +339,18 @@ TEST_F(RealCgroupTest, FreezeStopsTheWholeTreeAndThawLetsItFinish) {
   JobExit exit = memory_test::ReapMemhog(memhog, 4);
   EXPECT_TRUE(exit.success());
   meter_->Finish(exit);
+}
+
+TEST_F(RealCgroupTest, RecycledCgroupMeasuresTheNextJobAlone) {
+  JobMemoryResult small = RunJob(6, {"--mb", "2"});
+  EXPECT_EQ(small.peak_source, PeakSource::kCgroup);
+  ASSERT_EQ(cgroups_->spare_count(), 1u) << "a job that leaves almost nothing behind hands its cgroup on";
+  JobMemoryResult big = RunJob(7, {"--mb", "120", "--procs", "2"});
+  EXPECT_EQ(cgroups_->spare_count(), 1u);
+  EXPECT_EQ(big.peak_source, PeakSource::kCgroup);
+  EXPECT_NEAR(static_cast<double>(big.peak_bytes), 120.0 * kMiB, 12.0 * kMiB);
+  JobMemoryResult small_again = RunJob(8, {"--mb", "2"});
+  EXPECT_LT(small_again.peak_bytes, 8 * kMiB) << "the previous job's high-water mark must not carry over";
 }
 
 TEST_F(RealCgroupTest, LiveSamplingSeesTheJobsCurrentUsage) {
@@ -308,7 +379,7 @@ TEST(JobMeterRealTest, DefaultMeterUsesCgroupsWhenRootAndCleansUp) {
     meter.JobStarted(1, memhog.pid);
     JobMemoryResult result = meter.Finish(memory_test::ReapMemhog(memhog, 1));
     EXPECT_EQ(result.peak_source, PeakSource::kCgroup);
-    EXPECT_FALSE(Exists(dir));
+    // The emptied cgroup is either removed or kept for the next job; the meter's end removes it.
   }
   EXPECT_FALSE(Exists(build_dir));
 }

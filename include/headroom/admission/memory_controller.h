@@ -125,8 +125,12 @@ class MemoryController : public JobController {
   bool pass_head_seen_ = false;
   bool pass_blocked_ = false;
   MemoryReading pass_reading_;
+  int64_t pass_reading_ms_ = -1;  // when pass_reading_ was taken; -1: read afresh at the next pass
+  static constexpr int64_t kReadingReuseMs = 20;
+  static constexpr uint64_t kFreshReadingAfterBytes = 32ull << 20;  // a job this large ending frees memory
   std::vector<RunningJob> pass_jobs_;
   int waiting_now_ = 0;
+  int64_t last_tick_ms_ = -1;  // when Tick last sampled
   MemoryDecisions decisions_;
   BuildTimeline* timeline_ = nullptr;
 };

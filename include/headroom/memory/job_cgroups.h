@@ -1,5 +1,6 @@
 // Per-job cgroups: one parent cgroup per build and a child per job, so a job's whole process tree is
-// accounted (peak, OOM kills, current usage) and can be frozen. v1 (memory + freezer) and v2.
+// accounted (peak, OOM kills, current usage) and can be frozen. v1 (memory + freezer) and v2. Emptied
+// job cgroups that hold almost no charge are recycled for later jobs instead of removed and remade.
 #pragma once
 
 #include <sys/types.h>
@@ -27,6 +28,10 @@ struct JobCgroupsOptions {
   // v2 only: when the parent holds processes (so its memory controller cannot be enabled for children),
   // move this process into <parent>/headroom.self first. Needed in containers whose root cgroup is ours.
   bool v2_move_self_to_leaf = true;
+  // Reuse an emptied job cgroup whose leftover charge (page cache, slab) is at most this many bytes;
+  // 0 turns recycling off. Its readings are taken relative to what was left, so the bound is also the
+  // most a later job's peak can be underestimated by if that leftover is reclaimed while it runs.
+  uint64_t recycle_max_leftover_bytes = 4ull << 20;
 };
 
 // Options for this process from its discovered layout ("headroom-<pid>" under the own cgroup).
@@ -57,8 +62,11 @@ class JobCgroups {
   std::vector<pid_t> Pids(int job_key);
   // SIGKILLs whatever is left in the job's cgroup (v2 cgroup.kill when present).
   void KillAll(int job_key);
-  // Removes the job's cgroups. Fails (and keeps them) while processes remain: reap or KillAll first.
+  // Removes the job's cgroups, or keeps them for a later CreateJob when they can be recycled. Fails (and
+  // keeps them) while processes remain: reap or KillAll first.
   bool RemoveJob(int job_key, std::string* err);
+  // Emptied job cgroups kept for reuse.
+  size_t spare_count() const { return spare_.size(); }
 
   CgroupVersion version() const { return options_.version; }
   const std::string& build_dir() const { return build_dir_; }
@@ -69,9 +77,16 @@ class JobCgroups {
     std::string freezer_dir;  // v1: made on first Freeze
     KernelFile current;
     KernelFile peak;
+    KernelFile oom_events;
+    uint64_t leftover_bytes = 0;      // charge earlier occupants left behind (recycled cgroups)
+    uint64_t oom_kills_before = 0;    // OOM kills counted before this job
   };
 
   explicit JobCgroups(JobCgroupsOptions options) : options_(std::move(options)) {}
+  Job MakeJob(const std::string& dir) const;
+  bool TakeSpare(Job* job);
+  bool Rearm(Job& job);
+  bool CanRecycle(Job& job);
   bool SetUpV2(std::string* err);
   bool SetUpV1(std::string* err);
   bool FreezeV1(Job& job, std::string* err);
@@ -81,6 +96,8 @@ class JobCgroups {
   std::string build_dir_;
   std::string freezer_build_dir_;
   std::map<int, Job> jobs_;
+  std::vector<Job> spare_;
+  int job_dirs_made_ = 0;
 };
 
 }  // namespace headroom

@@ -79,11 +79,14 @@ class JobMeter {
   };
 
   void RetryPendingRemovals();
+  void RefreshSystemOomKills();
 
   JobMeterOptions options_;
   std::unique_ptr<JobCgroups> cgroups_;
   ProcessGroupSampler sampler_;
   SystemOomCounter system_oom_;
+  std::optional<uint64_t> system_oom_kills_;  // as of the last Sample()
+  bool system_oom_read_ = false;
   std::map<JobId, Job> jobs_;
   std::vector<int> pending_removals_;
   std::vector<std::string> warnings_;

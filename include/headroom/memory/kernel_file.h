@@ -19,6 +19,9 @@ class KernelFile {
   // Reads the whole file from offset 0 into *contents. Opens it on first use and re-opens once if the
   // cached descriptor went stale. Returns false with *err set (no throw) when it cannot be read.
   bool Read(std::string* contents, std::string* err);
+  // Writes `contents` through the same descriptor later reads use (reopened read-write if needed), as
+  // v2's memory.peak wants: a write resets the high-water mark seen through that descriptor only.
+  bool Write(const std::string& contents, std::string* err);
   const std::string& path() const { return path_; }
   bool empty() const { return path_.empty(); }
 
@@ -28,6 +31,7 @@ class KernelFile {
 
   std::string path_;
   int fd_ = -1;
+  bool writable_ = false;
 };
 
 // One-shot helpers for discovery-time reads and writes (not on the hot path).
