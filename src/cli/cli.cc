@@ -207,6 +207,7 @@ int RunCli(int argc, char** argv) {
   BuildOutputs outputs{options.trace_path, options.report_path,
                        // -v on a terminal shows the summary too; piped logs stay exactly ninja's.
                        config.verbosity == BuildConfig::Verbosity::kVerbose && status.printer().is_smart_terminal()};
+  timeline.set_keep_details(outputs.wanted());
   const bool records = !tool && !config.dry_run;
   const int exit_code = RunPasses(options, config, tool, &clock, runner.get(), explain, probe.get(), meter.get(),
                                   records && (outputs.wanted() || config.memory.enabled) ? &timeline : nullptr,

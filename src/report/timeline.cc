@@ -17,6 +17,7 @@ size_t BuildTimeline::JobStarted(TimelineJob job) {
   }
   slot_free_at_[lane] = -1;
   job.slot = lane;
+  if (!keep_details_) job.command = std::string();
   jobs_.push_back(std::move(job));
   return jobs_.size() - 1;
 }
@@ -32,7 +33,10 @@ void BuildTimeline::JobFinished(size_t index, int64_t end_ms, uint64_t peak_byte
   slot_free_at_[job.slot] = end_ms;
 }
 
-void BuildTimeline::Sample(const MemorySample& sample) { samples_.push_back(sample); }
+void BuildTimeline::Sample(const MemorySample& sample) {
+  samples_.push_back(sample);
+  if (!keep_details_) samples_.back().jobs = std::vector<JobUsage>();
+}
 
 void BuildTimeline::Mark(TimelineMarker marker) { markers_.push_back(std::move(marker)); }
 

@@ -46,8 +46,9 @@ void Sample(BuildTimeline* timeline, int64_t t_ms, std::vector<JobUsage> jobs, u
 }
 
 // A small build under a 4 GiB budget: big.o is OOM-killed once and requeued, link waits for memory.
-BuildTimeline SmallBuild() {
+BuildTimeline SmallBuild(bool keep_details = true) {
   BuildTimeline timeline;
+  timeline.set_keep_details(keep_details);
   BuildFacts& facts = timeline.facts();
   facts.targets = {"app"};
   facts.parallelism = 4;
@@ -142,6 +143,16 @@ TEST(SummaryTest, FixedTimelineReadsAsExpected) {
       "  1.2 GiB (estimated 1.5 GiB)  app",
   };
   EXPECT_EQ(lines, expected);
+}
+
+// Without a trace or report only the summary reads the timeline: commands and per-job sample shares are
+// dropped (they grow with every job and tick), and the summary reads the same.
+TEST(SummaryTest, TimelineWithoutDetailsKeepsWhatTheSummaryNeeds) {
+  const BuildTimeline brief = SmallBuild(/*keep_details=*/false);
+  EXPECT_EQ(SummaryLines(brief, SmallBuildDecisions()), SummaryLines(SmallBuild(), SmallBuildDecisions()));
+  for (const TimelineJob& job : brief.jobs()) EXPECT_TRUE(job.command.empty()) << job.output;
+  for (const MemorySample& sample : brief.samples()) EXPECT_TRUE(sample.jobs.empty());
+  EXPECT_FALSE(SmallBuild().jobs()[0].command.empty());
 }
 
 TEST(SummaryTest, QuietUnlessMemoryMatteredOrAsked) {

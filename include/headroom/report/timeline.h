@@ -71,6 +71,10 @@ class BuildTimeline {
  public:
   // Recorders take times from the build's Clock; the timeline counts from `origin_ms` on it.
   void set_origin_ms(int64_t origin_ms) { origin_ms_ = origin_ms; }
+  // Without a trace or report to write, only the summary reads the timeline: it needs no commands and no
+  // per-job shares of each sample, which would otherwise grow with every job and every tick of a long build.
+  void set_keep_details(bool keep) { keep_details_ = keep; }
+  bool keeps_details() const { return keep_details_; }
   int64_t Elapsed(int64_t clock_ms) const { return clock_ms - origin_ms_; }
 
   // Returns the job's index, used for JobFinished. Its lane is the lowest one free at its start.
@@ -88,6 +92,7 @@ class BuildTimeline {
 
  private:
   int64_t origin_ms_ = 0;
+  bool keep_details_ = true;
   BuildFacts facts_;
   std::vector<TimelineJob> jobs_;
   std::vector<MemorySample> samples_;
