@@ -11,6 +11,8 @@ namespace {
 
 uint64_t SaturatingSub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
 
+uint64_t Scale(uint64_t bytes, double factor) { return static_cast<uint64_t>(static_cast<double>(bytes) * factor); }
+
 AdmissionDecision Admit(std::string reason, bool over_budget = false) {
   return {true, WaitKind::kNone, over_budget, std::move(reason)};
 }
@@ -21,12 +23,18 @@ AdmissionDecision Wait(WaitKind kind, std::string reason) { return {false, kind,
 
 void MemoryTrack::Observe(RunningJob* job, uint64_t rss, int64_t now_ms) {
   job->rss = rss;
-  uint64_t noise = static_cast<uint64_t>(static_cast<double>(job->peak_rss) * kGrowthFraction);
-  if (rss > job->peak_rss + noise) job->last_growth_ms = now_ms;
+  // Measured from the level of the last noticeable growth, not from the previous sample: a slow steady
+  // ramp (an 8 GiB job climbing for a minute grows < 1% per sample) must not look like a plateau.
+  uint64_t noise = static_cast<uint64_t>(static_cast<double>(job->growth_mark) * kGrowthFraction);
+  if (rss > job->growth_mark + noise) {
+    job->last_growth_ms = now_ms;
+    job->growth_mark = rss;
+  }
   job->peak_rss = std::max(job->peak_rss, rss);
   // A job past its estimate was mispredicted and is likely still growing: assume a quarter more, so what it
   // "owes" stays positive and admission stops counting on memory it is about to take.
   if (rss > job->predicted_peak) {
+    job->overran = true;
     job->predicted_peak = static_cast<uint64_t>(static_cast<double>(rss) * kOverrunFactor);
   }
 }
@@ -50,22 +58,42 @@ uint64_t AdmissionPolicy::Headroom(const MemoryReading& reading, std::span<const
   return std::min(reading.available_bytes, SaturatingSub(Budget(reading), build_rss));
 }
 
+bool AdmissionPolicy::HasPlateaued(const RunningJob& job, int64_t now_ms) const {
+  return now_ms - std::max(job.last_growth_ms, job.started_ms) >= config_.plateau_ms;
+}
+
 bool AdmissionPolicy::PeakIsBehind(const RunningJob& job, int64_t now_ms) const {
   bool reached_estimate =
       static_cast<double>(job.peak_rss) >= config_.peak_passed_fraction * static_cast<double>(job.predicted_peak);
-  bool plateaued = now_ms - std::max(job.last_growth_ms, job.started_ms) >= config_.plateau_ms;
-  return reached_estimate || plateaued;
+  return reached_estimate || HasPlateaued(job, now_ms);
+}
+
+bool AdmissionPolicy::HasSettled(const RunningJob& job, int64_t now_ms) const {
+  // Only a plateau counts here: a job at 90% of its estimate that still grows may well pass it.
+  return !job.frozen && !job.overran && HasPlateaued(job, now_ms) &&
+         job.peak_rss >= Scale(job.predicted_peak, config_.settled_min_fraction);
+}
+
+uint64_t AdmissionPolicy::Owed(const RunningJob& job, int64_t now_ms) const {
+  uint64_t whole_estimate = job.Owes();
+  if (!HasSettled(job, now_ms)) return whole_estimate;
+  // Memory it let go since its peak may come back (a dip between two phases looks like a release).
+  return std::min(whole_estimate, SaturatingSub(job.peak_rss, job.rss));
 }
 
 std::string AdmissionPolicy::StaggerWait(std::span<const RunningJob> running, const Candidate& candidate,
-                                         int64_t now_ms) const {
+                                         uint64_t spare_after, int64_t now_ms) const {
+  // Staggering guards against identical jobs overshooting their estimates together. A well-measured estimate
+  // is seldom far off: when another whole one would still fit after this job, a joint overshoot fits too,
+  // and starting it now risks nothing. Priors, hints and thinly sampled classes can be off by any factor.
+  bool roomy = candidate.measured && spare_after >= candidate.predicted_peak;
   for (const RunningJob& job : running) {
     if (job.class_key != candidate.class_key || PeakIsBehind(job, now_ms)) continue;
     if (candidate.unknown_heavy) {
       return fmt::format("probing an unmeasured heavy class: waiting for job {} to peak (at {} so far)", job.id,
                          FormatBytes(job.peak_rss));
     }
-    if (candidate.predicted_peak >= config_.heavy_threshold && now_ms - job.started_ms < config_.stagger_ms) {
+    if (!roomy && candidate.predicted_peak >= config_.heavy_threshold && now_ms - job.started_ms < config_.stagger_ms) {
       return fmt::format("staggering identical heavy jobs: job {} started {:.1f}s ago and has not peaked", job.id,
                          static_cast<double>(now_ms - job.started_ms) / 1000.0);
     }
@@ -87,7 +115,7 @@ AdmissionDecision AdmissionPolicy::Decide(const MemoryReading& reading, std::spa
     }
   }
   uint64_t owed = 0;
-  for (const RunningJob& job : running) owed += job.Owes();
+  for (const RunningJob& job : running) owed += Owed(job, now_ms);
   bool fits = headroom >= owed + peak + reserve;
   std::string need = fmt::format("needs ~{}, {} left after running jobs", FormatBytes(peak),
                                  FormatBytes(SaturatingSub(headroom, owed)));
@@ -115,7 +143,7 @@ AdmissionDecision AdmissionPolicy::Decide(const MemoryReading& reading, std::spa
     return Wait(WaitKind::kPressure,
                 fmt::format("only {} available, below the reserve {}", FormatBytes(headroom), FormatBytes(reserve)));
   }
-  std::string stagger = StaggerWait(running, candidate, now_ms);
+  std::string stagger = StaggerWait(running, candidate, SaturatingSub(headroom, owed + peak + reserve), now_ms);
   if (!stagger.empty()) {
     return Wait(candidate.unknown_heavy ? WaitKind::kProbe : WaitKind::kStagger, std::move(stagger));
   }

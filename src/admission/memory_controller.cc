@@ -73,7 +73,8 @@ MemoryController::EdgeState& MemoryController::StateFor(const Edge* edge) {
   auto [it, inserted] = edges_.try_emplace(edge);
   EdgeState& state = it->second;
   if (!inserted) return state;
-  // Everything the estimate depends on is evaluated once per edge and kept.
+  // Everything the estimate depends on is evaluated and parsed once per edge and kept; only the history
+  // part of the estimate is redone later (RefreshIfStale).
   state.command = edge->EvaluateCommand();
   state.output = edge->outputs.empty() ? std::string() : edge->outputs[0]->path;
   state.rule = edge->rule->name();
@@ -86,8 +87,20 @@ MemoryController::EdgeState& MemoryController::StateFor(const Edge* edge) {
   job.rule = state.rule;
   job.rspfile_content = state.rspfile_content;
   if (!state.hint.empty()) job.mem_hint = std::string_view(state.hint);
-  state.estimate = parts_.estimator->Predict(job);
+  state.profile = parts_.estimator->Profile(job);
+  Predict(state);
   return state;
+}
+
+void MemoryController::Predict(EdgeState& state) {
+  state.estimate = parts_.estimator->Predict(state.description, state.profile);
+  state.estimate.peak_bytes = std::max(state.estimate.peak_bytes, state.requeue_floor);
+  state.estimate_generation = parts_.estimator->generation();
+}
+
+void MemoryController::RefreshIfStale(EdgeState& state) {
+  // Every finished job bumps the generation; the walk over waiting edges then re-predicts each once.
+  if (state.estimate_generation != parts_.estimator->generation()) Predict(state);
 }
 
 int64_t MemoryController::EdgeCost(const Edge* edge) {
@@ -118,6 +131,7 @@ Candidate MemoryController::CandidateFor(const Edge* edge, EdgeState& state, int
   candidate.class_key = state.estimate.class_key;
   candidate.predicted_peak = state.estimate.peak_bytes;
   candidate.unknown_heavy = state.estimate.unknown_heavy;
+  candidate.measured = state.estimate.confident;
   candidate.must_run_alone = state.must_run_alone;
   candidate.ready_since_ms = state.waiting_since_ms >= 0 ? state.waiting_since_ms : now;
   return candidate;
@@ -141,6 +155,7 @@ void MemoryController::BeginPass() {
 bool MemoryController::MayStart(Edge* edge, size_t running) {
   const int64_t now = parts_.clock->NowMs();
   EdgeState& state = StateFor(edge);
+  RefreshIfStale(state);
   if (pass_blocked_) {
     NoteWait(edge, state, AdmissionDecision{false, WaitKind::kMemory, false, "a heavier job has waited too long"},
              now);
@@ -273,6 +288,7 @@ void MemoryController::ApplySafetyAction(const SafetyAction& action, ProcessRunn
       else
         parts_.meter->Thaw(running->meter_key);
       running->job.frozen = false;
+      running->job.last_growth_ms = parts_.clock->NowMs();  // its plateau while frozen proved nothing.
       RecordMarker("thaw", running->edge->outputs[0]->path, action.reason, parts_.clock->NowMs());
       Explain("thawed '" + running->edge->outputs[0]->path + "': " + action.reason);
       break;
@@ -319,7 +335,7 @@ bool MemoryController::JobFinished(Edge* edge, JobExit* exit) {
                                                            : "failed",
                exit->ExitStatusCode());
   std::string learn_error;
-  if (!parts_.estimator->Learn(state.description, record, &learn_error) && !learn_error.empty())
+  if (!parts_.estimator->Learn(state.description, record, &learn_error, &state.profile) && !learn_error.empty())
     parts_.status->Warning("recording memory history: " + learn_error);
 
   if (record.outcome == JobOutcome::kCompleted) return false;
@@ -348,6 +364,7 @@ bool MemoryController::HandleMemoryFailure(Edge* edge, EdgeState& state, const J
   ++decisions_.requeues;
   RecordMarker("requeue", state.output, decision.message, now);
   state.estimate.peak_bytes = std::max(state.estimate.peak_bytes, decision.new_estimate);
+  state.requeue_floor = state.estimate.peak_bytes;  // sticky: re-predictions never go below it.
   state.must_run_alone = decision.kind == RequeueDecision::Kind::kRetryAlone;
   parts_.status->Warning(decision.message);
   return true;
@@ -402,7 +419,7 @@ void MemoryController::RecordSample(const MemoryReading& reading, int64_t now) {
   // is the "used" the report draws under the budget line.
   for (const auto& [id, running] : running_) {
     sample.used_bytes += running.job.rss;
-    sample.reserved_bytes += running.job.Owes();
+    sample.reserved_bytes += policy_.Owed(running.job, now);
     sample.jobs.push_back(JobUsage{running.timeline_job, running.job.rss});
   }
   sample.pressure_pct = reading.pressure_some_pct;

@@ -60,6 +60,8 @@ std::optional<Estimate> Estimator::FromEdgeHistory(const JobDescription& job, co
   estimate.source = EstimateSource::kEdgeHistory;
   estimate.duration_ms = MedianDuration(edge->recent);
   estimate.peak_bytes = std::max(Scale(completed_max, config_.edge_margin), killed_bound);
+  // A kill only bounds the peak from below: the edge is known once a run of it completed since.
+  estimate.confident = completed_max > 0 && killed_bound == 0;
   estimate.why = fmt::format("edge history: max of last {} run(s) x{:.2f}", edge->recent.size() - window_start,
                              config_.edge_margin);
   if (killed_bound > 0) estimate.why += fmt::format(", killed run x{:.1f}", config_.killed_factor);
@@ -88,16 +90,24 @@ std::optional<Estimate> Estimator::FromClass(const std::string& class_key) const
   if (!stats || stats->completed() == 0) return std::nullopt;
   Estimate estimate;
   estimate.source = EstimateSource::kClassHistory;
-  estimate.peak_bytes = Scale(stats->PeakQuantile(config_.class_quantile), config_.class_margin);
+  double margin =
+      stats->completed() >= config_.class_confident_samples ? config_.class_confident_margin : config_.class_margin;
+  estimate.peak_bytes = Scale(stats->PeakQuantile(config_.class_quantile), margin);
+  estimate.confident = stats->completed() >= config_.class_confident_samples;
   estimate.duration_ms = stats->MeanDurationMs();
   estimate.why = fmt::format("class history: p{:.0f} of {} job(s) x{:.2f}", config_.class_quantile * 100,
-                             stats->completed(), config_.class_margin);
+                             stats->completed(), margin);
   return estimate;
 }
 
-Estimate Estimator::Predict(const JobDescription& job) const {
-  std::string class_key = JobClassKey(job.rule, job.command);
-  Prior prior = PriorFromCommand(job.command, job.rspfile_content, sizes_, config_.priors);
+JobProfile Estimator::Profile(const JobDescription& job) const {
+  return {JobClassKey(job.rule, job.command),
+          PriorFromCommand(job.command, job.rspfile_content, sizes_, config_.priors)};
+}
+
+Estimate Estimator::Predict(const JobDescription& job, const JobProfile& profile) const {
+  const std::string& class_key = profile.class_key;
+  const Prior& prior = profile.prior;
   std::optional<Estimate> best = FromEdgeHistory(job, prior);
   std::optional<Estimate> from_class = FromClass(class_key);
   if (!best) best = FromHint(job);
@@ -112,12 +122,15 @@ Estimate Estimator::Predict(const JobDescription& job) const {
   // Durations come from whatever measured source exists even when the peak came from a hint.
   if (best->duration_ms == 0 && from_class) best->duration_ms = from_class->duration_ms;
   best->peak_bytes = Floor(best->peak_bytes);
-  best->class_key = std::move(class_key);
+  best->class_key = class_key;
   return *best;
 }
 
-bool Estimator::Learn(const JobDescription& job, const HistoryRecord& record, std::string* error) {
+bool Estimator::Learn(const JobDescription& job, const HistoryRecord& record, std::string* error,
+                      const JobProfile* profile) {
   if (!history_) return true;
+  ++generation_;  // the record is kept in memory even when the file write fails.
+  if (profile) return history_->Record(job.output, job.command_hash, profile->class_key, record, error);
   return history_->Record(job.output, job.command_hash, JobClassKey(job.rule, job.command), record, error);
 }
 

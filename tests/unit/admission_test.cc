@@ -146,6 +146,64 @@ TEST(AdmissionTest, UnknownHeavyClassesProbeWithOneJobAndLearnFromIt) {
   EXPECT_NE(learned.reason.find("needs ~13.2 GiB"), std::string::npos) << learned.reason;
 }
 
+TEST(AdmissionTest, ASettledJobOwesOnlyAReturnToItsPeak) {
+  AdmissionPolicy policy({.plateau_ms = 5'000, .settled_min_fraction = 0.25});
+  // Estimated at 11.5 GiB (its class's worst), it climbed to 6 GiB and has not grown since t=10 s.
+  RunningJob job = Running(1, 11'776 * kMiB, 6 * kGiB, /*started=*/0);
+  job.last_growth_ms = 10'000;
+  EXPECT_EQ(policy.Owed(job, 12'000), job.Owes());  // still within the plateau window: may be climbing.
+  EXPECT_EQ(policy.Owed(job, 15'000), 0u);          // settled: it has shown which member of its class it is.
+  job.rss = 5 * kGiB;                               // a dip may be a pause between two phases.
+  EXPECT_EQ(policy.Owed(job, 15'000), 1 * kGiB);
+  job.rss = 6 * kGiB;
+  // What does not count as settled: a frozen job (it cannot grow), one that overran its estimate (its model
+  // is wrong), and one idling far below its estimate (a heavy compile still preprocessing).
+  RunningJob frozen = job;
+  frozen.frozen = true;
+  EXPECT_EQ(policy.Owed(frozen, 15'000), frozen.Owes());
+  RunningJob overran = job;
+  overran.overran = true;
+  EXPECT_EQ(policy.Owed(overran, 15'000), overran.Owes());
+  RunningJob idling = Running(2, 8 * kGiB, 300 * kMiB, 0);
+  EXPECT_EQ(policy.Owed(idling, 15'000), idling.Owes());
+  // Admission counts it: 32 GiB, two settled jobs at 6 and 8 GiB estimated at 11.5 each leave room for a third.
+  RunningJob other = job;
+  other.id = 3;
+  other.rss = other.peak_rss = 8 * kGiB;
+  std::vector<RunningJob> running = {job, other};
+  MemoryReading reading = Reading(32 * kGiB, 18 * kGiB);
+  EXPECT_FALSE(policy.Decide(reading, running, Cand(4, 11'776 * kMiB), 12'000).admit);
+  EXPECT_TRUE(policy.Decide(reading, running, Cand(4, 11'776 * kMiB), 15'000).admit);
+}
+
+TEST(AdmissionTest, MemoryTrackSeesASlowRampAsGrowth) {
+  RunningJob job = Running(1, 16 * kGiB, 0, 0);
+  // 8 GiB reached in 60 s, sampled every 250 ms: each sample adds well under 2% of what the job holds.
+  for (int64_t t = 250; t <= 60'000; t += 250) MemoryTrack::Observe(&job, 8 * kGiB * t / 60'000, t);
+  EXPECT_GE(job.last_growth_ms, 58'000);
+  EXPECT_FALSE(AdmissionPolicy().HasPlateaued(job, 60'000));
+  // Then flat: a plateau 5 s later.
+  for (int64_t t = 60'250; t <= 65'000; t += 250) MemoryTrack::Observe(&job, 8 * kGiB, t);
+  EXPECT_TRUE(AdmissionPolicy().HasPlateaued(job, 65'000));
+  EXPECT_FALSE(job.overran);
+  MemoryTrack::Observe(&job, 17 * kGiB, 65'250);
+  EXPECT_TRUE(job.overran);
+}
+
+TEST(AdmissionTest, WellMeasuredJobsAreNotStaggeredWhileMemoryIsPlentiful) {
+  AdmissionPolicy policy({.reserve_bytes = 1 * kGiB, .stagger_ms = 10'000});
+  std::vector<RunningJob> running = {Running(1, 3 * kGiB, 1 * kGiB, /*started=*/0, "nvcc-class")};
+  running[0].last_growth_ms = 1'000;
+  Candidate next = Cand(2, 3 * kGiB, "nvcc-class");
+  // A prior or a hint may be off by any factor: identical heavy jobs stay staggered.
+  EXPECT_EQ(policy.Decide(Reading(64 * kGiB, 62 * kGiB), running, next, 2'000).wait, WaitKind::kStagger);
+  // A well-measured one starts at once while another of it would still fit ...
+  next.measured = true;
+  EXPECT_TRUE(policy.Decide(Reading(64 * kGiB, 62 * kGiB), running, next, 2'000).admit);
+  // ... and is staggered again when memory gets tight: 8 available - 2 owed - 3 for it - 1 reserve < 3.
+  EXPECT_EQ(policy.Decide(Reading(64 * kGiB, 8 * kGiB), running, next, 2'000).wait, WaitKind::kStagger);
+}
+
 TEST(AdmissionTest, PlanTickCountsEachAdmissionBeforeTheNext) {
   AdmissionPolicy policy({.reserve_bytes = 1 * kGiB});
   std::vector<Candidate> ready;

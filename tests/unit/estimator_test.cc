@@ -203,6 +203,50 @@ TEST(EstimatorTest, PriorFirstThenClassThenEdgeHistory) {
   EXPECT_EQ(estimator.Predict(a).source, EstimateSource::kClassHistory);
 }
 
+TEST(EstimatorTest, AKeptProfileGivesTheSameEstimateAndLearningMovesTheGeneration) {
+  HistoryStore history;
+  Estimator estimator(&history, {});
+  std::string error;
+  JobDescription a = Job("a.o", "nvcc --threads 2 -gencode arch=compute_80,code=sm_80 "
+                                "-gencode arch=compute_90,code=sm_90 -c a.cu -o a.o");
+  JobProfile profile = estimator.Profile(a);
+  EXPECT_EQ(profile.prior.peak_bytes, 8 * kGiB);
+  EXPECT_EQ(estimator.Predict(a, profile).peak_bytes, estimator.Predict(a).peak_bytes);
+  const uint64_t before = estimator.generation();
+  JobDescription b = Job("b.o", "nvcc --threads 2 -gencode arch=compute_80,code=sm_80 "
+                                "-gencode arch=compute_90,code=sm_90 -c b.cu -o b.o");
+  ASSERT_TRUE(estimator.Learn(b, Completed(6 * kGiB), &error));
+  EXPECT_GT(estimator.generation(), before);  // what `a` was predicted with is stale now.
+  Estimate learned = estimator.Predict(a, profile);
+  EXPECT_EQ(learned.source, EstimateSource::kClassHistory);
+  EXPECT_EQ(learned.peak_bytes, static_cast<uint64_t>(6 * kGiB * 1.15));
+  EXPECT_FALSE(learned.confident);
+}
+
+TEST(EstimatorTest, AWellSampledClassGetsASmallerMarginAndIsConfident) {
+  HistoryStore history;
+  Estimator estimator(&history, {});
+  std::string error;
+  const EstimatorConfig& config = estimator.config();
+  JobDescription a = Job("a.o", "nvcc -c a.cu -o a.o");
+  for (uint64_t i = 0; i + 1 < config.class_confident_samples; ++i) {
+    ASSERT_TRUE(estimator.Learn(Job(fmt::format("k{}.o", i), fmt::format("nvcc -c k{0}.cu -o k{0}.o", i)),
+                                Completed((6 + i % 5) * kGiB), &error));
+  }
+  Estimate few = estimator.Predict(a);
+  EXPECT_EQ(few.peak_bytes, static_cast<uint64_t>(10 * kGiB * config.class_margin));
+  EXPECT_FALSE(few.confident);
+  ASSERT_TRUE(estimator.Learn(Job("last.o", "nvcc -c last.cu -o last.o"), Completed(7 * kGiB), &error));
+  Estimate many = estimator.Predict(a);  // p90 of 6,6,7,7,7,8,8,9,9,10 is 9.
+  EXPECT_EQ(many.peak_bytes, static_cast<uint64_t>(9 * kGiB * config.class_confident_margin));
+  EXPECT_TRUE(many.confident);
+  // This edge's own completed run is the best knowledge there is; a killed one only bounds it from below.
+  ASSERT_TRUE(estimator.Learn(a, {5 * kGiB, 1000, PeakMethod::kCgroup, JobOutcome::kOomKilled}, &error));
+  EXPECT_FALSE(estimator.Predict(a).confident);
+  ASSERT_TRUE(estimator.Learn(a, Completed(9 * kGiB), &error));
+  EXPECT_TRUE(estimator.Predict(a).confident);
+}
+
 TEST(EstimatorTest, HintBeatsClassAndPriorButNotEdgeHistory) {
   HistoryStore history;
   Estimator estimator(&history, {});

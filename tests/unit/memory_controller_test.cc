@@ -1,7 +1,13 @@
 // MemoryController inside the real Builder with fakes: a fake /proc tree for the budget, the fake
 // process runner, and edge hints for estimates; checks that admission holds the budget, that
-// --mem-budget binds, that light jobs run at full -j, and that everything measured is learned.
+// --mem-budget binds, that light jobs run at full -j, that everything measured is learned, and that
+// estimates of waiting edges follow what the build learned while they waited.
 #include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <algorithm>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -15,6 +21,7 @@
 #include "headroom/manifest/manifest_parser.h"
 #include "headroom/memory/job_meter.h"
 #include "headroom/memory/memory_probe.h"
+#include "headroom/report/timeline.h"
 #include "headroom/status/status.h"
 #include "memory_test_support.h"
 
@@ -26,6 +33,36 @@ using testing::ManualClock;
 using testing::VirtualFileSystem;
 
 constexpr uint64_t kGiBytes = 1024ull * 1024 * 1024;
+
+// The fake runner, plus what a real one reports about memory: every job's ru_maxrss, and an OOM kill of
+// the first run of chosen outputs (SIGKILL while the system OOM counter rises).
+class MeasuringRunner : public FakeProcessRunner {
+ public:
+  MeasuringRunner(VirtualFileSystem* fs, memory_test::FakeRoot* root) : FakeProcessRunner(fs), root_(root) {}
+
+  WaitResult Wait(int timeout_ms, std::vector<JobExit>* finished) override {
+    size_t before = finished->size();
+    WaitResult result = FakeProcessRunner::Wait(timeout_ms, finished);
+    for (size_t i = before; i < finished->size(); ++i) Measure(&(*finished)[i]);
+    return result;
+  }
+
+  int64_t max_rss_kb = 0;
+  std::set<std::string> oom_kill_once;  // "touch <output>" commands whose first run the kernel kills.
+
+ private:
+  void Measure(JobExit* exit) {
+    exit->max_rss_kb = max_rss_kb;
+    const std::string& command = commands_run[static_cast<size_t>(exit->id) - 1];
+    if (oom_kill_once.erase(command) == 0) return;
+    exit->exited_normally = false;
+    exit->term_signal = SIGKILL;
+    root_->Write("proc/vmstat", fmt::format("oom_kill {}\n", ++system_oom_kills_));
+  }
+
+  memory_test::FakeRoot* root_;
+  int system_oom_kills_ = 0;
+};
 
 class QuietStatus : public Status {
  public:
@@ -56,12 +93,13 @@ class MemoryControllerTest : public ::testing::Test {
     fake_.MakeDir("proc/1");
   }
 
-  // Builds `jobs` independent edges with the given memory hint at -j`parallelism`.
+  // Builds `jobs` independent edges with the given memory hint ("" for none) at -j`parallelism`.
   void Build(int jobs, const std::string& hint, int parallelism) {
     std::string manifest = "rule touch\n  command = touch $out\n";
     std::string all = "build all: phony";
     for (int i = 0; i < jobs; ++i) {
-      manifest += fmt::format("build o{}: touch\n  headroom_mem = {}\n", i, hint);
+      manifest += fmt::format("build o{}: touch\n", i);
+      if (!hint.empty()) manifest += fmt::format("  headroom_mem = {}\n", hint);
       all += fmt::format(" o{}", i);
     }
     ManifestParser parser(&state_, &fs_);
@@ -83,6 +121,9 @@ class MemoryControllerTest : public ::testing::Test {
     Builder builder(&state_, config_, &log_, &deps_log_, &fs_, &status_, &clock_);
     builder.set_runner(&runner_);
     builder.set_job_controller(&controller);
+    controller.set_timeline(&timeline_);
+    // As ninja_main wires it: the critical path asks for every edge's estimate before anything runs.
+    builder.set_edge_cost([&controller](const Edge* edge) { return controller.EdgeCost(edge); });
     ASSERT_TRUE(builder.AddTarget("all", &err)) << err;
     ASSERT_EQ(BuildResult::kSucceeded, builder.Build(&err)) << err;
     budget_ = controller.budget_bytes();
@@ -91,7 +132,7 @@ class MemoryControllerTest : public ::testing::Test {
   memory_test::FakeRoot fake_;
   State state_;
   VirtualFileSystem fs_;
-  FakeProcessRunner runner_{&fs_};
+  MeasuringRunner runner_{&fs_, &fake_};
   ManualClock clock_;
   BuildConfig config_;
   MemoryConfig memory_;
@@ -99,6 +140,7 @@ class MemoryControllerTest : public ::testing::Test {
   DepsLog deps_log_;
   HistoryStore history_;
   QuietStatus status_;
+  BuildTimeline timeline_;
   uint64_t budget_ = 0;
 };
 
@@ -139,6 +181,38 @@ TEST_F(MemoryControllerTest, FinishedJobsAreLearned) {
   Build(3, "64M", 4);
   EXPECT_EQ(3u, history_.edge_count());
   EXPECT_NE(nullptr, history_.FindEdge("o0", log_.HashCommand("touch o0")));
+}
+
+TEST_F(MemoryControllerTest, WaitingEdgesFollowTheClassHistoryLearnedDuringTheBuild) {
+  SetUpMachine(8 * kGiBytes);
+  runner_.max_rss_kb = 3 * 1024 * 1024;  // every touch job turns out to need 3 GiB.
+  Build(3, "", 1);
+  const std::vector<TimelineJob>& jobs = timeline_.jobs();
+  ASSERT_EQ(3u, jobs.size());
+  // All three were estimated before anything ran (critical path); only the first had to go on the prior.
+  EXPECT_EQ("prior", jobs[0].estimate_source);
+  EXPECT_EQ(256ull << 20, jobs[0].estimate_bytes);
+  const uint64_t class_estimate = static_cast<uint64_t>(3.0 * kGiBytes * 1.15);  // p90 of 1 job x1.15
+  for (size_t i = 1; i < jobs.size(); ++i) {
+    EXPECT_EQ("class history", jobs[i].estimate_source) << jobs[i].output;
+    EXPECT_EQ(class_estimate, jobs[i].estimate_bytes) << jobs[i].output;
+  }
+}
+
+TEST_F(MemoryControllerTest, AnOomRequeuesRaisedEstimateOutlivesLaterClassHistory) {
+  SetUpMachine(8 * kGiBytes);
+  runner_.max_rss_kb = 2 * 1024 * 1024;
+  runner_.oom_kill_once = {"touch o0"};
+  Build(3, "", 1);
+  const std::vector<TimelineJob>& jobs = timeline_.jobs();
+  ASSERT_EQ(4u, jobs.size());  // o0 twice
+  EXPECT_EQ("o0", jobs[0].output);
+  EXPECT_EQ("oom-killed", jobs[0].outcome);
+  // The retry needs at least 1.5 x the 2 GiB it was killed at, although finished jobs of its class say 2.3 GiB.
+  auto retry = std::find_if(jobs.begin() + 1, jobs.end(), [](const TimelineJob& j) { return j.output == "o0"; });
+  ASSERT_NE(retry, jobs.end());
+  EXPECT_GE(retry->estimate_bytes, 3 * kGiBytes);
+  EXPECT_EQ("ok", retry->outcome);
 }
 
 }  // namespace

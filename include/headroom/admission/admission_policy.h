@@ -21,9 +21,11 @@ struct RunningJob {
   uint64_t peak_rss = 0;        // largest sample so far.
   int64_t started_ms = 0;
   int64_t last_growth_ms = 0;   // when peak_rss last grew noticeably (see MemoryTrack).
+  uint64_t growth_mark = 0;     // peak_rss at last_growth_ms: growth is measured from here, not per sample.
   bool frozen = false;
   bool runs_alone = false;      // admitted to run with nothing else (second failure, or over budget).
   bool heavy = false;           // predicted peak at or above the heavy threshold.
+  bool overran = false;         // went past its estimate at least once (MemoryTrack raised it).
 
   // What it may still allocate: its estimate minus what it already holds.
   uint64_t Owes() const { return predicted_peak > rss ? predicted_peak - rss : 0; }
@@ -44,6 +46,7 @@ struct Candidate {
   std::string class_key;
   uint64_t predicted_peak = 0;
   bool unknown_heavy = false;   // Estimate::unknown_heavy: its class was never measured.
+  bool measured = false;        // Estimate::confident: measured runs of this edge or of a well-sampled class.
   bool must_run_alone = false;  // RequeuePolicy asked for it.
   int64_t ready_since_ms = 0;   // for starvation control in PlanTick.
 };
@@ -58,6 +61,9 @@ struct AdmissionConfig {
   int64_t stagger_ms = 10'000;         // identical heavy jobs start at least this far apart ...
   double peak_passed_fraction = 0.9;   // ... unless the previous one reached this share of its estimate ...
   int64_t plateau_ms = 5'000;          // ... or its RSS has not grown for this long.
+  // A plateau proves a peak only for a job holding at least this share of its estimate: a heavy compile
+  // idling in its preprocessing step (a few hundred MiB of an 8 GiB estimate) has not peaked.
+  double settled_min_fraction = 0.25;
   int64_t starvation_ms = 60'000;      // after the head waited this long, nothing may overtake it.
 };
 
@@ -96,11 +102,27 @@ class AdmissionPolicy {
   TickResult PlanTick(const MemoryReading& reading, std::span<const RunningJob> running,
                       std::span<const Candidate> ready, int free_slots, int64_t now_ms) const;
 
+  // What a running job may still allocate: its estimate minus what it holds while it may still be climbing;
+  // once it has settled (see HasSettled), only what it gave back since its peak. Estimates cover the worst
+  // member of a class; a settled job has shown which member it is. Its noise is the reserve's business, and
+  // growth beyond 2% makes it unsettled again, owing its estimate once more.
+  uint64_t Owed(const RunningJob& job, int64_t now_ms) const;
+  // Its RSS has not grown noticeably for plateau_ms.
+  bool HasPlateaued(const RunningJob& job, int64_t now_ms) const;
+  // Past its peak: reached peak_passed_fraction of its estimate, or plateaued.
+  bool PeakIsBehind(const RunningJob& job, int64_t now_ms) const;
+  // Past its peak with the evidence strong enough to stop reserving its estimate: plateaued, not frozen
+  // (a frozen job cannot grow, its plateau proves nothing), never past its estimate (its model is wrong,
+  // so is any guess that it stopped) and holding at least settled_min_fraction of it.
+  bool HasSettled(const RunningJob& job, int64_t now_ms) const;
+
   const AdmissionConfig& config() const { return config_; }
 
  private:
-  bool PeakIsBehind(const RunningJob& job, int64_t now_ms) const;
-  std::string StaggerWait(std::span<const RunningJob> running, const Candidate& candidate, int64_t now_ms) const;
+  // Why the candidate must wait for a job of its class to peak ("" when it need not); `spare_after` is the
+  // headroom left above the reserve once it is admitted.
+  std::string StaggerWait(std::span<const RunningJob> running, const Candidate& candidate, uint64_t spare_after,
+                          int64_t now_ms) const;
 
   AdmissionConfig config_;
 };

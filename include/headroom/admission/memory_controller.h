@@ -73,6 +73,9 @@ class MemoryController : public JobController {
  private:
   struct EdgeState {
     Estimate estimate;
+    JobProfile profile;                // the parsed command, kept so a refresh costs history lookups only
+    uint64_t estimate_generation = 0;  // Estimator::generation() the estimate was made at
+    uint64_t requeue_floor = 0;        // raised estimate of an OOM requeue: newer class figures never lower it
     JobDescription description;
     std::string command, output, rule, rspfile_content, hint;  // owned storage the description points into
     int memory_failures = 0;
@@ -92,6 +95,10 @@ class MemoryController : public JobController {
   };
 
   EdgeState& StateFor(const Edge* edge);
+  // Re-predicts from the profile and the history as it is now (the estimator learned since the last one).
+  void Predict(EdgeState& state);
+  // An edge not started yet follows what finished jobs taught since it was first considered.
+  void RefreshIfStale(EdgeState& state);
   MemoryReading Read();
   Candidate CandidateFor(const Edge* edge, EdgeState& state, int64_t now) const;
   void NoteWait(const Edge* edge, EdgeState& state, const AdmissionDecision& decision, int64_t now);

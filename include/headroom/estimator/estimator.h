@@ -30,8 +30,18 @@ struct Estimate {
   int64_t duration_ms = 0;     // 0 = unknown (no history): priority falls back to edge counts.
   EstimateSource source = EstimateSource::kPrior;
   bool unknown_heavy = false;  // a heavy prior for a class never measured: admit one probe job first.
+  // Measured with confidence: this edge's own completed runs, or a class with class_confident_samples
+  // completed jobs. Admission trusts such estimates enough to skip staggering when memory is plentiful.
+  bool confident = false;
   std::string class_key;
   std::string why;             // one line for -d explain / status: "edge history: max of 3 runs x1.10".
+};
+
+// What the estimator reads from a job's command, which never changes during a build: parsed once per job
+// and handed back to Predict, so re-predicting after the history learned something costs lookups only.
+struct JobProfile {
+  std::string class_key;
+  Prior prior;
 };
 
 struct EstimatorConfig {
@@ -41,6 +51,9 @@ struct EstimatorConfig {
   double killed_factor = 1.5;              // a killed job was still growing: it needs at least this much more.
   double class_quantile = 0.9;
   double class_margin = 1.15;              // class members differ more than reruns of one edge do.
+  // Once a class has this many completed samples its p90 is measured, not guessed: a smaller margin.
+  uint64_t class_confident_samples = 10;
+  double class_confident_margin = 1.05;
   uint64_t heavy_threshold = 2 * kGiB;     // priors at or above this are "heavy": probe the class first.
   uint64_t minimum_estimate = 16 * kMiB;   // nothing is free: a shell alone costs a few MiB.
 };
@@ -50,12 +63,21 @@ class Estimator {
   // `history` may be null (no learning); `sizes` may be empty (linkers then use the unknown-inputs prior).
   Estimator(HistoryStore* history, FileSizeFn sizes, EstimatorConfig config = {});
 
-  // The estimate for one job. Cheap but not free (parses the command): callers cache it per job.
-  Estimate Predict(const JobDescription& job) const;
+  // Parses the command: class key and prior. Callers keep it per job.
+  JobProfile Profile(const JobDescription& job) const;
+  // The estimate from a job's profile and the history as it is now: hash lookups, no parsing.
+  Estimate Predict(const JobDescription& job, const JobProfile& profile) const;
+  // Both in one, for callers that predict a job once.
+  Estimate Predict(const JobDescription& job) const { return Predict(job, Profile(job)); }
 
   // Stores a finished or killed job in the history (file and memory), so later predictions of the same
   // edge and class in this build already use it. Returns false with *error when the file write failed.
-  bool Learn(const JobDescription& job, const HistoryRecord& record, std::string* error);
+  // `profile` saves re-parsing the command when the caller kept it.
+  bool Learn(const JobDescription& job, const HistoryRecord& record, std::string* error,
+             const JobProfile* profile = nullptr);
+
+  // Counts Learn calls that changed the history: an estimate made at an older generation may be stale.
+  uint64_t generation() const { return generation_; }
 
   const EstimatorConfig& config() const { return config_; }
 
@@ -68,6 +90,7 @@ class Estimator {
   HistoryStore* history_;
   FileSizeFn sizes_;
   EstimatorConfig config_;
+  uint64_t generation_ = 0;
 };
 
 }  // namespace headroom

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <optional>
@@ -51,6 +52,7 @@ struct SimConfig {
   AdmissionConfig admission;
   SafetyConfig safety;
   RequeueConfig requeue;
+  std::FILE* trace = nullptr;  // when set: one line per start, finish, kill and change of the head's wait reason.
 };
 
 struct SimResult {
@@ -109,6 +111,7 @@ class Simulator {
     int attempts = 0;               // failed runs so far.
     uint64_t raised_estimate = 0;   // floor from the requeue policy.
     bool alone = false;
+    std::optional<JobProfile> profile;  // parsed once, as MemoryController does.
     std::optional<Estimate> estimate;
     uint64_t estimate_generation = ~0ull;
   };
@@ -135,13 +138,15 @@ class Simulator {
     return d;
   }
 
-  // Estimates change only when something was learned; re-predicting every tick would be wasted work.
+  // Estimates change only when something was learned (the estimator's generation moved), exactly as in
+  // MemoryController::RefreshIfStale; a requeue's raised estimate is a floor that stays.
   const Estimate& EstimateOf(size_t i) {
     JobState& s = state_[i];
-    if (!s.estimate || s.estimate_generation != learn_generation_) {
-      s.estimate = estimator_.Predict(Describe(i));
+    if (!s.profile) s.profile = estimator_.Profile(Describe(i));
+    if (!s.estimate || s.estimate_generation != estimator_.generation()) {
+      s.estimate = estimator_.Predict(Describe(i), *s.profile);
       s.estimate->peak_bytes = std::max(s.estimate->peak_bytes, s.raised_estimate);
-      s.estimate_generation = learn_generation_;
+      s.estimate_generation = estimator_.generation();
     }
     return *s.estimate;
   }
@@ -209,12 +214,19 @@ class Simulator {
       c.class_key = e.class_key;
       c.predicted_peak = e.peak_bytes;
       c.unknown_heavy = e.unknown_heavy;
+      c.measured = e.confident;
       c.must_run_alone = state_[i].alone;
       c.ready_since_ms = state_[i].ready_since;
       candidates.push_back(std::move(c));
     }
     std::vector<RunningJob> views = Views();
     AdmissionPolicy::TickResult tick = policy_.PlanTick(Reading(), views, candidates, free_slots, now_);
+    // Figures in the reason change every tick; only a new kind of wait is worth a line.
+    std::string reason_kind = tick.head_reason.substr(0, tick.head_reason.find_first_of("0123456789"));
+    if (reason_kind != last_head_reason_) {
+      Trace("wait", candidates.empty() ? 0 : candidates.front().id, tick.head_reason);
+      last_head_reason_ = reason_kind;
+    }
     for (uint64_t id : tick.admitted) {
       bool over = std::find(tick.over_budget.begin(), tick.over_budget.end(), id) != tick.over_budget.end();
       result_.over_budget_admissions += over ? 1 : 0;
@@ -235,6 +247,7 @@ class Simulator {
     run.view.heavy = e.peak_bytes >= policy_.config().heavy_threshold;
     running_.push_back(run);  // running_ stays oldest first.
     result_.started_ms[i] = now_;
+    Trace("start", i, e.why + " = " + FormatBytes(e.peak_bytes));
   }
 
   void Advance() {
@@ -260,13 +273,13 @@ class Simulator {
   void Fail(size_t index, bool by_kernel) {
     Active run = running_[index];
     running_.erase(running_.begin() + static_cast<long>(index));
+    Trace(by_kernel ? "oom" : "kill", run.job, "at " + FormatBytes(run.view.peak_rss));
     JobState& s = state_[run.job];
     std::string error;
     estimator_.Learn(Describe(run.job),
                      {run.view.peak_rss, run.progress_ms, PeakMethod::kCgroup,
                       by_kernel ? JobOutcome::kOomKilled : JobOutcome::kSafetyKilled},
                      &error);
-    ++learn_generation_;
     RequeueDecision decision = DecideRequeue(++s.attempts, run.view.peak_rss, run.view.predicted_peak,
                                              config_.budget, by_kernel, config_.requeue);
     if (decision.kind == RequeueDecision::Kind::kGiveUp) {
@@ -290,8 +303,8 @@ class Simulator {
       std::string error;
       estimator_.Learn(Describe(run.job), {run.view.peak_rss, run.progress_ms, PeakMethod::kCgroup,
                                            JobOutcome::kCompleted}, &error);
-      ++learn_generation_;
-      result_.finished_ms[run.job] = now_;
+        result_.finished_ms[run.job] = now_;
+      Trace("end", run.job, "peak " + FormatBytes(run.view.peak_rss));
       result_.max_concurrency_while_running[run.job] = run.max_concurrency;
       ++finished_;
       for (size_t dependent : dependents_[run.job]) {
@@ -306,11 +319,14 @@ class Simulator {
     for (const SafetyAction& action : net_.Decide(Reading(), views, now_)) {
       auto run = std::find_if(running_.begin(), running_.end(), [&](const Active& r) { return r.view.id == action.job_id; });
       if (run == running_.end()) continue;
+      Trace(action.kind == SafetyAction::Kind::kFreeze ? "freeze" : action.kind == SafetyAction::Kind::kThaw ? "thaw" : "netkill",
+            run->job, action.reason);
       if (action.kind == SafetyAction::Kind::kFreeze) {
         run->view.frozen = true;
         ++result_.freezes;
       } else if (action.kind == SafetyAction::Kind::kThaw) {
         run->view.frozen = false;
+        run->view.last_growth_ms = now_;  // its plateau while frozen proved nothing.
       } else {
         ++result_.safety_kills;
         Fail(static_cast<size_t>(run - running_.begin()), /*by_kernel=*/false);
@@ -318,8 +334,16 @@ class Simulator {
     }
   }
 
+  void Trace(const char* what, size_t job, const std::string& detail) const {
+    if (!config_.trace) return;
+    std::fprintf(config_.trace, "%7.1f %-6s %-10s run %2zu used %5.1f GiB  %s\n", static_cast<double>(now_) / 1000.0,
+                 what, jobs_[job].output.c_str(), running_.size(), static_cast<double>(Used()) / kGiB,
+                 detail.c_str());
+  }
+
   const std::vector<SimJob>& jobs_;
   SimConfig config_;
+  std::string last_head_reason_;
   HistoryStore* history_;
   Estimator estimator_;
   AdmissionPolicy policy_;
@@ -331,7 +355,6 @@ class Simulator {
   SimResult result_;
   int64_t now_ = 0;
   size_t finished_ = 0, failed_ = 0;
-  uint64_t learn_generation_ = 0;
 };
 
 inline SimResult Simulate(const std::vector<SimJob>& jobs, const SimConfig& config, HistoryStore* history) {
