@@ -23,6 +23,11 @@ constexpr char kManifest[] =
     "  dyndep = dd\n";
 }  // namespace
 
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  headroom_fuzz::CatchFatalErrors();
+  return 0;
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   headroom::State state;
   headroom_fuzz::EmptyDisk disk;
@@ -32,6 +37,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   headroom::DyndepFile file;
   headroom::DyndepParser parser(&state, &disk, &file);
-  parser.ParseTest(std::string(reinterpret_cast<const char*>(data), size), &err);
+  try {
+    parser.ParseTest(std::string(reinterpret_cast<const char*>(data), size), &err);
+  } catch (const headroom_fuzz::FatalExit&) {
+    // An error ninja also makes fatal; unwinding must still be clean.
+  }
   return 0;
 }

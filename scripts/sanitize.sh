@@ -1,41 +1,64 @@
 #!/usr/bin/env bash
-# Builds headroom with ASan+UBSan in build-asan/, runs the unit tests and the e2e suite against that binary,
-# and summarises every sanitizer report (written to build-asan/sanitizer-logs/). Usage: sanitize.sh [pytest args]
+# Sanitizer and fuzz stage of scripts/test.sh: one clang build with ASan+UBSan (build-san/, scripts/build-sanitized.sh)
+# runs the unit tests and the e2e suites through ctest, then every libFuzzer target (fuzz/run.sh). Exits non-zero on
+# any test failure, fuzz crash or sanitizer report. Usage: sanitize.sh [ctest args, e.g. -R e2e.test_cli]
+# Env: HEADROOM_FUZZ_SECONDS (per target, default 40), HEADROOM_SKIP_FUZZ=1, HEADROOM_SAN_BUILD_DIR, HEADROOM_SAN_JOBS.
 set -uo pipefail
 
 repo="$(cd "$(dirname "$0")/.." && pwd)"
-build="$repo/build-asan"
-logs="$build/sanitizer-logs"
-jobs="${HEADROOM_SANITIZE_JOBS:-2}"
+export HEADROOM_SAN_BUILD_DIR="${HEADROOM_SAN_BUILD_DIR:-$repo/build-san}"
+build="$HEADROOM_SAN_BUILD_DIR"
+logs="$build/sanitizer-logs"   # where sanitized headroom/headroom_tests write reports (tests/sanitizer/default_options.cc)
+jobs="${HEADROOM_SAN_JOBS:-$(nproc)}"
 
-cmake -S "$repo" -B "$build" -DHEADROOM_SANITIZE=ON -DCMAKE_BUILD_TYPE="${HEADROOM_SANITIZE_BUILD_TYPE:-RelWithDebInfo}" >/dev/null || exit 1
-cmake --build "$build" -j"$jobs" || exit 1
-
-rm -rf "$logs" && mkdir -p "$logs"
-# Reports go to files (one per process, "<prefix>.<pid>") so they are caught even when a test only checks
-# stdout/stderr of a child, and so headroom's own stderr stays comparable with ninja's. Children that
-# headroom forks run instrumented code only until exec (the build commands themselves are not instrumented);
-# a forked child that fails to exec leaves with _exit, which skips the leak check by design.
-export ASAN_OPTIONS="detect_leaks=1:log_path=$logs/asan:exitcode=86:strict_string_checks=1:detect_stack_use_after_return=1"
-export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=0:log_path=$logs/ubsan"
-export LSAN_OPTIONS="log_path=$logs/lsan"
+# Excluded from the sanitized run, with why (docs/robustness.md repeats this; the plain stage runs them all):
+#   test_dropin_torch: pip-installs and imports torch (~5 GB) and compiles a torch extension; headroom only schedules
+#     a few compiler jobs there, the same code paths the CMake and generator suites already cover under ASan.
+#   test_dropin_wheel: compiles all of headroom again inside pip (minutes of uninstrumented g++ on 2 cores) to check
+#     packaging, which sanitizers cannot see into; the headroom it then drives is the uninstrumented wheel build.
+excluded='^e2e\.(test_dropin_torch|test_dropin_wheel)$'
 
 status=0
-echo "== unit tests (ASan+UBSan)"
-(cd "$build" && ./tests/headroom_tests --gtest_brief=1) || status=1
+timings=()
+phase_start=$SECONDS
+phase_done() { timings+=("$(printf '%-28s %4ds' "$1" $((SECONDS - phase_start)))"); phase_start=$SECONDS; }
 
-echo "== e2e suite (HEADROOM_BIN=$build/headroom)"
-HEADROOM_BIN="$build/headroom" python3 -m pytest "$repo/tests/e2e" -q -p no:cacheprovider "$@" || status=1
+echo "== sanitized build ($build: clang, ASan+UBSan, libFuzzer hooks)"
+if ! "$repo/scripts/build-sanitized.sh"; then
+  echo "sanitize.sh: the sanitized build failed" >&2
+  exit 1
+fi
+phase_done "sanitized build"
+
+# Reports of earlier runs would fail this one: empty the directory (it must keep existing, see CMakeLists.txt).
+mkdir -p "$logs" && find "$logs" -type f -delete
+
+echo "== unit tests and e2e suites under ASan+UBSan (ctest -j$jobs; excluded: $excluded)"
+# The environment reaches headroom_tests but not headroom inside the e2e harness; both read their defaults from
+# the binary. ctest's own output is kept short: failing tests print their output.
+ctest --test-dir "$build" --output-on-failure -j"$jobs" -E "$excluded" "$@" || status=1
+phase_done "sanitized unit + e2e"
 
 reports=$(find "$logs" -type f | sort)
 if [ -n "$reports" ]; then
-  echo "== sanitizer reports ($(echo "$reports" | wc -l) files in $logs)"
+  echo "== SANITIZER REPORTS: $(echo "$reports" | wc -l) file(s) in $logs"
   for f in $reports; do
     echo "--- $f"
-    grep -E 'ERROR: (Address|Leak)Sanitizer|runtime error:|SUMMARY:' "$f" | head -5
+    grep -m6 -E 'ERROR: (Address|Leak)Sanitizer|runtime error:|SUMMARY:|^    #[0-3] ' "$f"
   done
   status=1
 else
   echo "== no sanitizer reports"
 fi
+
+if [ "${HEADROOM_SKIP_FUZZ:-0}" = 1 ]; then
+  echo "== fuzzing skipped (HEADROOM_SKIP_FUZZ=1)"
+else
+  HEADROOM_FUZZ_NO_BUILD=1 "$repo/fuzz/run.sh" "${HEADROOM_FUZZ_SECONDS:-40}" || status=1
+  phase_done "fuzzing"
+fi
+
+echo "== sanitizer stage timings"
+printf '   %s\n' "${timings[@]}"
+[ $status -eq 0 ] && echo "== sanitizer stage passed" || echo "== SANITIZER STAGE FAILED" >&2
 exit $status

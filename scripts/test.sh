@@ -1,9 +1,48 @@
 #!/usr/bin/env bash
-# The whole test suite: installs what is missing, builds, and runs every test through ctest
-# (unit tests, memory tests in a real cgroup box, end-to-end and differential tests against ninja).
-set -euo pipefail
+# The whole test suite (the README's test command; .ci/run execs it): installs what is missing, builds, runs every
+# test through ctest (unit, memory tests in a real cgroup box, end-to-end and differential tests against ninja), then
+# the sanitizer and fuzz stage (scripts/sanitize.sh: ASan+UBSan unit + e2e, libFuzzer targets).
+# Usage: test.sh [ctest args]  (given to both ctest runs). HEADROOM_SKIP_SANITIZERS=1 skips the last stage (local use
+# only: CI runs it). Exits non-zero if any stage failed; every stage runs regardless, so one CI run shows them all.
+set -uo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build -j"$(nproc)"
+
+failed=()
+summary=()
+stage_start=$SECONDS
+banner() { printf '\n==================== %s ====================\n' "$1"; stage_start=$SECONDS; }
+# Records how the stage that began at the last banner ended.
+finish() {
+  local name="$1" rc="$2" verdict="ok"
+  [ "$rc" -ne 0 ] && { verdict="FAILED (exit $rc)"; failed+=("$name"); }
+  summary+=("$(printf '%-34s %5ds  %s' "$name" $((SECONDS - stage_start)) "$verdict")")
+}
+
+banner "dependencies (scripts/install-deps.sh)"
+scripts/install-deps.sh || exit 1   # nothing below can run without them
+
+banner "plain build (build/, RelWithDebInfo)"
+{ cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && cmake --build build -j"$(nproc)"; }
+rc=$?
+finish "plain build" $rc
+[ $rc -ne 0 ] && exit $rc   # no binary to test
+
+banner "plain tests (ctest)"
 ctest --test-dir build --output-on-failure -j"$(nproc)" "$@"
+finish "plain tests" $?
+
+if [ "${HEADROOM_SKIP_SANITIZERS:-0}" = 1 ]; then
+  banner "sanitizers + fuzzing: SKIPPED (HEADROOM_SKIP_SANITIZERS=1)"
+else
+  banner "sanitizers + fuzzing (scripts/sanitize.sh: ASan+UBSan, libFuzzer)"
+  scripts/sanitize.sh "$@"
+  finish "sanitizers + fuzzing" $?
+fi
+
+banner "summary"
+printf '%s\n' "${summary[@]}"
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "FAILED: ${failed[*]}" >&2
+  exit 1
+fi
+echo "all stages passed"

@@ -17,7 +17,17 @@ void PrintWarning(std::string_view message) {
   fprintf(stderr, "ninja: warning: %.*s\n", static_cast<int>(message.size()), message.data());
 }
 
+namespace {
+FatalHandler g_fatal_handler = nullptr;
+}  // namespace
+
+void SetFatalHandler(FatalHandler handler) { g_fatal_handler = handler; }
+
 void Fatal(std::string_view message) {
+  if (g_fatal_handler != nullptr) {
+    g_fatal_handler(message);
+    std::abort();  // a handler that returns breaks [[noreturn]]
+  }
   fflush(stdout);
   fprintf(stderr, "ninja: fatal: %.*s\n", static_cast<int>(message.size()), message.data());
   fflush(stderr);

@@ -10,8 +10,13 @@ namespace headroom {
 
 void PrintError(std::string_view message);
 void PrintWarning(std::string_view message);
-// Prints "ninja: fatal: message" and exits 1 without running destructors.
+// Prints "ninja: fatal: message" and exits 1 without running destructors (or calls the fatal handler).
 [[noreturn]] void Fatal(std::string_view message);
+// For fuzz targets only: a fatal error that ninja also makes fatal (a cycle in rule variables, a newer
+// ninja_required_version) is expected there, and an exit would end the whole fuzzing run without saving the
+// input. The handler, if set, runs instead of printing and exiting; it must not return (it throws).
+using FatalHandler = void (*)(std::string_view message);
+void SetFatalHandler(FatalHandler handler);
 // Prints "ninja: message" on stdout (Entering directory, no work to do, build stopped).
 void PrintInfo(std::string_view message);
 
