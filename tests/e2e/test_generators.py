@@ -32,7 +32,6 @@ import shutil
 import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -65,9 +64,9 @@ def clean_env(**extra) -> dict:
 
 
 def bump(path: Path):
-    """Make `path` newer than every file written so far (no sleeping: the fine clock is ahead of file timestamps)."""
-    now = time.time_ns()
-    os.utime(path, ns=(now, now))
+    """Make `path` (under <side root>/src) newer than every file of its side, by the filesystem's clock."""
+    side_root = next(parent.parent for parent in path.parents if parent.name == "src")
+    harness.bump_mtime(path, side_root)
 
 
 def write(path: Path, text: str):
