@@ -142,9 +142,10 @@ Edge* State::AddEdge(const Rule* rule) {
 }
 
 Node* State::GetNode(std::string_view path) {
-  if (Node* existing = paths_.Find(path)) return existing;
+  const uint64_t hash = HashString(path);
+  if (Node* existing = paths_.Find(path, hash)) return existing;
   Node& node = nodes_.emplace_back(std::string(path), static_cast<int>(nodes_.size()));
-  paths_.Insert(&node);
+  paths_.Insert(&node, hash);
   return &node;
 }
 

@@ -12,6 +12,9 @@
 
 #include <fmt/format.h>
 
+#include "headroom/util/digits.h"
+#include "headroom/util/disk.h"
+
 namespace headroom {
 namespace {
 
@@ -30,11 +33,8 @@ std::string Escape(std::string_view text) {
   return out;
 }
 
+// Decodes `text` into *out; false on a bad escape.
 bool Unescape(std::string_view text, std::string* out) {
-  if (text.find('\\') == std::string_view::npos) {  // the common case: nothing to unescape.
-    out->assign(text);
-    return true;
-  }
   out->clear();
   for (size_t i = 0; i < text.size(); ++i) {
     if (text[i] != '\\') {
@@ -66,6 +66,12 @@ bool ParseInt(std::string_view text, Int* value, int base = 10) {
   return ec == std::errc() && end == text.data() + text.size();
 }
 
+// The 16 digits headroom writes go through ParseDigits (hex from_chars was the costliest step of
+// loading); from_chars still reads anything else it accepted before, such as extra leading zeros.
+bool ParseCommandHash(std::string_view text, uint64_t* value) {
+  return ParseDigits(text, 16, 16, value) || ParseInt(text, value, 16);
+}
+
 bool IsPeakMethod(char c) { return c == 'u' || c == 'c' || c == 't' || c == 'r'; }
 bool IsOutcome(char c) { return c == 'c' || c == 'o' || c == 's'; }
 
@@ -76,18 +82,6 @@ std::string ClassLine(uint32_t id, std::string_view key) { return fmt::format("C
 std::string EdgeLine(std::string_view output, uint64_t command_hash, uint32_t class_id, const HistoryRecord& r) {
   return fmt::format("E\t{}\t{:016x}\t{}\t{}\t{}\t{}\t{}\n", class_id, command_hash, r.peak_bytes, r.duration_ms,
                      static_cast<char>(r.method), static_cast<char>(r.outcome), Escape(output));
-}
-
-bool ReadWholeFile(const std::string& path, std::string* contents, bool* exists) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  *exists = f != nullptr;
-  if (!f) return errno == ENOENT;
-  char buffer[1 << 16];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) contents->append(buffer, n);
-  bool ok = !std::ferror(f);
-  std::fclose(f);
-  return ok;
 }
 
 }  // namespace
@@ -141,9 +135,13 @@ uint32_t HistoryStore::InternClass(std::string_view key) {
 
 void HistoryStore::AddToMemory(std::string_view output, uint64_t command_hash, uint32_t class_id,
                                const HistoryRecord& record) {
-  auto it = edges_.find(output);
-  if (it == edges_.end()) it = edges_.emplace(std::string(output), EdgeHistory{}).first;
-  EdgeHistory& edge = it->second;
+  const uint64_t hash = HashString(output);
+  EdgeEntry* entry = edge_index_.Find(output, hash);
+  if (!entry) {
+    entry = &edges_.emplace_back(std::string(output), EdgeHistory{});
+    edge_index_.Insert(entry, hash);
+  }
+  EdgeHistory& edge = entry->second;
   if (edge.command_hash != command_hash || edge.recent.empty()) {
     edge.recent.clear();  // a new command: measurements of the old one no longer describe this edge.
     edge.command_hash = command_hash;
@@ -172,14 +170,18 @@ bool HistoryStore::ParseLine(std::string_view line) {
   uint64_t hash;
   HistoryRecord record;
   std::string_view method, outcome;
-  std::string output;
   if (!NextField(&line, &field) || !ParseInt(field, &class_id) || class_id >= classes_.size()) return false;
-  if (!NextField(&line, &field) || !ParseInt(field, &hash, 16)) return false;
+  if (!NextField(&line, &field) || !ParseCommandHash(field, &hash)) return false;
   if (!NextField(&line, &field) || !ParseInt(field, &record.peak_bytes)) return false;
   if (!NextField(&line, &field) || !ParseInt(field, &record.duration_ms) || record.duration_ms < 0) return false;
   if (!NextField(&line, &method) || method.size() != 1 || !IsPeakMethod(method[0])) return false;
   if (!NextField(&line, &outcome) || outcome.size() != 1 || !IsOutcome(outcome[0])) return false;
-  if (line.empty() || !Unescape(line, &output)) return false;
+  if (line.empty()) return false;
+  std::string_view output = line;  // names rarely hold an escape: use the file's bytes directly.
+  if (output.find('\\') != std::string_view::npos) {
+    if (!Unescape(line, &unescaped_)) return false;
+    output = unescaped_;
+  }
   record.method = static_cast<PeakMethod>(method[0]);
   record.outcome = static_cast<JobOutcome>(outcome[0]);
   AddToMemory(output, hash, class_id, record);
@@ -201,8 +203,8 @@ std::string HistoryStore::Parse(std::string_view contents, bool* needs_rewrite) 
   }
   size_t pos = header_end + 1;
   size_t line_number = 1;
-  // One rehash-free pass: there are at most as many edges as lines.
-  edges_.reserve(static_cast<size_t>(std::count(contents.begin() + static_cast<long>(pos), contents.end(), '\n')));
+  // At most one edge per line: sizing the index once saves every rehash of a large history.
+  edge_index_.Reserve(static_cast<size_t>(std::count(contents.begin() + static_cast<long>(pos), contents.end(), '\n')));
   while (pos < contents.size()) {
     ++line_number;
     size_t end = contents.find('\n', pos);
@@ -224,11 +226,12 @@ std::string HistoryStore::Parse(std::string_view contents, bool* needs_rewrite) 
 std::string HistoryStore::Open(const std::string& path) {
   Close();
   path_ = path;
-  std::string contents;
-  bool exists = false;
-  if (!ReadWholeFile(path, &contents, &exists)) {
-    return fmt::format("cannot read {}: {}; memory history disabled for this build", path, std::strerror(errno));
+  std::string contents, read_error;
+  const DiskInterface::ReadStatus read = ReadFileContents(path, &contents, &read_error);
+  if (read == DiskInterface::ReadStatus::kOtherError) {
+    return fmt::format("cannot read {}: {}; memory history disabled for this build", path, read_error);
   }
+  const bool exists = read == DiskInterface::ReadStatus::kOkay;
   bool needs_rewrite = !exists || contents.empty();
   std::string warning = exists && !contents.empty() ? Parse(contents, &needs_rewrite) : "";
   bool bloated = records_in_file_ >= kCompactMinRecords && records_in_file_ > kCompactRatio * LiveRecordCount();
@@ -247,9 +250,10 @@ std::string HistoryStore::Open(const std::string& path) {
 std::string HistoryStore::LoadForReading(const std::string& path) {
   Close();
   path_ = path;
-  std::string contents;
-  bool exists = false;
-  if (!ReadWholeFile(path, &contents, &exists)) return fmt::format("cannot read {}: {}", path, std::strerror(errno));
+  std::string contents, read_error;
+  const DiskInterface::ReadStatus read = ReadFileContents(path, &contents, &read_error);
+  if (read == DiskInterface::ReadStatus::kOtherError) return fmt::format("cannot read {}: {}", path, read_error);
+  const bool exists = read == DiskInterface::ReadStatus::kOkay;
   bool needs_rewrite = false;
   return exists && !contents.empty() ? Parse(contents, &needs_rewrite) : "";
 }
@@ -282,9 +286,9 @@ bool HistoryStore::Record(std::string_view output, uint64_t command_hash, std::s
 }
 
 const EdgeHistory* HistoryStore::FindEdge(std::string_view output, uint64_t command_hash) const {
-  auto it = edges_.find(output);
-  if (it == edges_.end() || it->second.command_hash != command_hash || it->second.recent.empty()) return nullptr;
-  return &it->second;
+  const EdgeEntry* entry = edge_index_.Find(output);
+  if (!entry || entry->second.command_hash != command_hash || entry->second.recent.empty()) return nullptr;
+  return &entry->second;
 }
 
 const ClassStats* HistoryStore::FindClass(std::string_view class_key) const {

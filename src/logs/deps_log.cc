@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "headroom/util/disk.h"
 #include "headroom/util/messages.h"
 
 namespace headroom {
@@ -40,21 +41,12 @@ bool HasValidHeader(const std::string& contents) {
 DepsLog::~DepsLog() { Close(); }
 
 LoadStatus DepsLog::Load(const std::string& path, State* state, std::string* err) {
-  FILE* f = fopen(path.c_str(), "rb");
-  if (!f) {
-    if (errno == ENOENT) return LoadStatus::kNotFound;
-    *err = strerror(errno);
-    return LoadStatus::kError;
-  }
   std::string contents;
-  char buffer[64 << 10];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), f)) > 0) contents.append(buffer, n);
-  const bool read_failed = ferror(f);
-  fclose(f);
-  if (read_failed) {
-    *err = strerror(errno);
-    return LoadStatus::kError;
+  std::string read_err;
+  switch (ReadFileContents(path, &contents, &read_err)) {
+    case DiskInterface::ReadStatus::kNotFound: return LoadStatus::kNotFound;
+    case DiskInterface::ReadStatus::kOtherError: *err = read_err; return LoadStatus::kError;
+    case DiskInterface::ReadStatus::kOkay: break;
   }
 
   if (!HasValidHeader(contents)) {
@@ -97,6 +89,7 @@ size_t DepsLog::ParseRecords(const std::string& contents, State* state, int* tot
       if (out_id < 0 || out_id >= known_ids) break;
       auto deps = std::make_unique<Deps>();
       deps->mtime = static_cast<TimeStamp>((static_cast<uint64_t>(ReadU32(body + 8)) << 32) | ReadU32(body + 4));
+      deps->nodes.reserve((size - kDepsRecordFixedSize) / 4);  // one allocation, not one per doubling.
       bool ids_valid = true;
       for (size_t at = kDepsRecordFixedSize; at < size; at += 4) {
         const int32_t id = static_cast<int32_t>(ReadU32(body + at));

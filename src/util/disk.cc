@@ -68,10 +68,16 @@ bool RealDiskInterface::MakeDir(const std::string& path) {
 
 DiskInterface::ReadStatus RealDiskInterface::ReadFile(const std::string& path, std::string* contents,
                                                       std::string* err) {
+  return ReadFileContents(path, contents, err);
+}
+
+DiskInterface::ReadStatus ReadFileContents(const std::string& path, std::string* contents, std::string* err) {
+  using ReadStatus = DiskInterface::ReadStatus;
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    *err = strerror(errno);
-    return errno == ENOENT ? ReadStatus::kNotFound : ReadStatus::kOtherError;
+    const int error = errno;
+    *err = strerror(error);
+    return error == ENOENT ? ReadStatus::kNotFound : ReadStatus::kOtherError;
   }
   struct stat st;
   if (fstat(fd, &st) == 0 && st.st_size > 0) contents->reserve(static_cast<size_t>(st.st_size));

@@ -7,6 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <climits>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -408,7 +410,7 @@ TEST(BuildLogLoad, ReadsV7AndLastLineWins) {
   BuildLog log;
   ASSERT_EQ(LoadStatus::kSuccess, LoadQuietly(&log, path));
   EXPECT_EQ(7, log.write_version());
-  ASSERT_EQ(2u, log.entries().size());
+  ASSERT_EQ(2u, log.ordered_entries().size());
   const BuildLogEntry* out = log.LookupByOutput("out");
   ASSERT_TRUE(out);
   EXPECT_EQ(0, out->start_time);
@@ -429,6 +431,42 @@ TEST(BuildLogLoad, PathsMayContainSpaces) {
   LoadQuietly(&log, dir.File("log"));
   ASSERT_TRUE(log.LookupByOutput("dir with space/o ut"));
   EXPECT_EQ(0x1full, log.LookupByOutput("dir with space/o ut")->command_hash);
+}
+
+// Plain digits take a fast path; everything else must still read exactly as the C library reads it.
+TEST(BuildLogLoad, NumbersReadLikeStrtolAtEveryWidth) {
+  TempDir dir;
+  WriteBytes(dir.File("log"),
+             "# ninja log v7\n"
+             "999999999\t1000\t9223372036854775807\tmax\tffffffffffffffff\n"  // widest plain fields
+             "2147483648\t-5\t9223372036854775808\tover\t10000000000000000\n"  // clamped / saturated
+             " 7\t+8\t-9\tsigned\t0x1F\n"                                   // space, signs, 0x prefix
+             "12ab\t3 \t42junk\tjunk\tabcdefgh\n");                         // digits then garbage
+  BuildLog log;
+  LoadQuietly(&log, dir.File("log"));
+  const BuildLogEntry* max = log.LookupByOutput("max");
+  ASSERT_TRUE(max);
+  EXPECT_EQ(999999999, max->start_time);
+  EXPECT_EQ(INT64_MAX, max->mtime);
+  EXPECT_EQ(~0ull, max->command_hash);
+  const BuildLogEntry* over = log.LookupByOutput("over");
+  ASSERT_TRUE(over);
+  EXPECT_EQ(INT_MAX, over->start_time);
+  EXPECT_EQ(-5, over->end_time);
+  EXPECT_EQ(INT64_MAX, over->mtime);        // strtoll saturates
+  EXPECT_EQ(~0ull, over->command_hash);     // strtoull saturates
+  const BuildLogEntry* sign = log.LookupByOutput("signed");
+  ASSERT_TRUE(sign);
+  EXPECT_EQ(7, sign->start_time);
+  EXPECT_EQ(8, sign->end_time);
+  EXPECT_EQ(-9, sign->mtime);
+  EXPECT_EQ(0x1full, sign->command_hash);
+  const BuildLogEntry* junk = log.LookupByOutput("junk");
+  ASSERT_TRUE(junk);
+  EXPECT_EQ(12, junk->start_time);
+  EXPECT_EQ(3, junk->end_time);
+  EXPECT_EQ(42, junk->mtime);
+  EXPECT_EQ(0xabcdefull, junk->command_hash);
 }
 
 // What ninja 1.13.2 was observed to do with each damaged line (via `ninja -d explain -n`).
@@ -457,7 +495,7 @@ TEST(BuildLogLoad, SkipsDamagedLinesLikeNinja) {
   EXPECT_EQ(0u, log.LookupByOutput("c")->command_hash);
   EXPECT_TRUE(log.LookupByOutput("d"));
   EXPECT_FALSE(log.LookupByOutput("e"));
-  EXPECT_EQ(3u, log.entries().size());
+  EXPECT_EQ(3u, log.ordered_entries().size());
   EXPECT_TRUE(Exists(path));
 }
 
@@ -487,7 +525,7 @@ TEST(BuildLogLoad, FileWithoutAnyCompleteLineIsAnEmptyLog) {
     std::string warnings;
     EXPECT_EQ(LoadStatus::kSuccess, LoadQuietly(&log, path, &warnings));
     EXPECT_EQ("", warnings) << contents;
-    EXPECT_TRUE(log.entries().empty());
+    EXPECT_TRUE(log.ordered_entries().empty());
     EXPECT_TRUE(Exists(path));
   }
 }
@@ -528,7 +566,7 @@ TEST(BuildLogLoad, UnreadableVersionsStartOver) {
     EXPECT_EQ(LoadStatus::kNotFound, LoadQuietly(&log, path, &warnings));
     EXPECT_EQ(c.warning, warnings) << c.header;
     EXPECT_FALSE(Exists(path)) << c.header;
-    EXPECT_TRUE(log.entries().empty());
+    EXPECT_TRUE(log.ordered_entries().empty());
     EXPECT_EQ(7, log.write_version());
 
     // The fresh log is v7.
@@ -578,7 +616,7 @@ TEST(BuildLogRecompact, BloatedLogIsRewrittenOnOpenDroppingDeadEntries) {
   EXPECT_FALSE(Exists(path + ".recompact"));
   EXPECT_EQ("# ninja log v7\n33\t34\t133\tout0\t33\n33\t34\t133\tout2\t33\n", ReadBytes(path));
   EXPECT_EQ(nullptr, log.LookupByOutput("out1"));
-  EXPECT_EQ(2u, log.entries().size());
+  EXPECT_EQ(2u, log.ordered_entries().size());
 
   // Appending continues in the recompacted file.
   EdgeFactory edges;

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "headroom/graph/eval_env.h"
-#include "headroom/graph/path_index.h"
+#include "headroom/util/flat_index.h"
 
 namespace headroom {
 
@@ -125,6 +125,12 @@ struct Pool {
   bool is_limited() const { return depth > 0; }
   bool ShouldDelayEdge() const { return depth != 0; }
 };
+
+// The key State interns nodes under.
+struct NodePath {
+  std::string_view operator()(const Node& node) const { return node.path; }
+};
+using PathIndex = FlatIndex<Node, NodePath>;
 
 // Owns the whole graph of one loaded manifest.
 class State {

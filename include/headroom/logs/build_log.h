@@ -4,13 +4,13 @@
 
 #include <cstdint>
 #include <cstdio>
-#include <memory>
+#include <deque>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "headroom/graph/graph.h"
+#include "headroom/util/flat_index.h"
 
 namespace headroom {
 
@@ -59,8 +59,7 @@ class BuildLog {
   // The destructor only closes, so a build that records nothing leaves no .ninja_log behind.
   void Close();
 
-  BuildLogEntry* LookupByOutput(std::string_view path);
-  const std::unordered_map<std::string_view, std::unique_ptr<BuildLogEntry>>& entries() const { return entries_; }
+  BuildLogEntry* LookupByOutput(std::string_view path) { return index_.Find(path); }
   // Entries in the order their outputs first appeared (the order recompaction and restat write).
   const std::vector<BuildLogEntry*>& ordered_entries() const { return ordered_entries_; }
 
@@ -94,8 +93,14 @@ class BuildLog {
   // Applies one complete log line (NUL-terminated in place); false when it is not an entry.
   bool ParseLine(char* line, char* line_end);
 
-  std::unordered_map<std::string_view, std::unique_ptr<BuildLogEntry>> entries_;  // keys point into entry->output.
-  std::vector<BuildLogEntry*> ordered_entries_;
+  struct EntryOutput {
+    std::string_view operator()(const BuildLogEntry& entry) const { return entry.output; }
+  };
+  // A deque never moves its elements, so the index and ordered_entries_ can point into it; entries
+  // dropped by recompaction stay allocated (unreachable) until the log is destroyed.
+  std::deque<BuildLogEntry> storage_;
+  FlatIndex<BuildLogEntry, EntryOutput> index_;  // live entries by output.
+  std::vector<BuildLogEntry*> ordered_entries_;  // live entries, in first-seen order.
   FILE* log_file_ = nullptr;
   std::string log_file_path_;
   int write_version_ = kCurrentVersion;

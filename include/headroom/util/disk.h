@@ -27,6 +27,10 @@ class DiskInterface {
   bool MakeDirs(const std::string& path);
 };
 
+// Reads the whole file into *contents, sized up front from fstat so a large log is read with one
+// allocation. kNotFound when it does not exist; *err holds strerror for any failure.
+DiskInterface::ReadStatus ReadFileContents(const std::string& path, std::string* contents, std::string* err);
+
 // The real file system.
 class RealDiskInterface : public DiskInterface {
  public:
