@@ -19,6 +19,7 @@
 #include "headroom/util/clock.h"
 #include "headroom/util/disk.h"
 #include "headroom/util/path.h"
+#include "headroom/util/metrics.h"
 
 namespace headroom {
 
@@ -255,6 +256,7 @@ BuildResult Builder::Build(std::string* err) {
 }
 
 bool Builder::StartEdge(Edge* edge, std::string* err) {
+  ScopedMetric metric = TimeScope("StartEdge");
   if (edge->is_phony()) return true;
   const int64_t start_time = NowMs();
   status_->BuildEdgeStarted(edge, start_time);
@@ -299,6 +301,7 @@ bool Builder::StartEdge(Edge* edge, std::string* err) {
 }
 
 bool Builder::FinishCommand(Edge* edge, JobExit* result, std::string* err) {
+  ScopedMetric metric = TimeScope("FinishCommand");
   // Deps come first: msvc filtering rewrites the output even on failure, and a broken depfile
   // turns a successful command into a failed edge.
   std::vector<Node*> deps_nodes;

@@ -28,6 +28,7 @@
 #include "headroom/status/status_printer.h"
 #include "headroom/tools/tool.h"
 #include "headroom/util/messages.h"
+#include "headroom/util/metrics.h"
 
 namespace headroom {
 
@@ -137,6 +138,7 @@ int RunPasses(const Options& options, const BuildConfig& config, const Tool* too
       return 1;
     }
     const int exit_code = ninja.RunBuild(options.args, &status);
+    if (config.stats) ninja.DumpMetrics(stdout);
     // One controller served both the regeneration check and the build: its counters cover both.
     CollectDecisions(ninja, decisions);
     return exit_code;
@@ -162,6 +164,7 @@ int RunCli(int argc, char** argv) {
     return *exit_code;
   }
   if (!ApplyMaxJobs(&config)) return 1;
+  if (config.stats) EnableMetrics();
 
   const Tool* tool = nullptr;
   if (options.has_tool) {

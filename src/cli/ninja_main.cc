@@ -17,6 +17,7 @@
 #include "headroom/status/status.h"
 #include "headroom/util/messages.h"
 #include "headroom/util/path.h"
+#include "headroom/util/metrics.h"
 
 namespace headroom {
 
@@ -49,7 +50,12 @@ bool NinjaMain::LoadManifest(const Options& options, Status* status) {
   if (options.phony_cycle_should_err) parser_options.phony_cycle_action = PhonyCycleAction::kError;
   ManifestParser parser(&state_, &disk_, parser_options);
   std::string err;
-  if (!parser.Load(options.input_file, &err)) {
+  bool loaded;
+  {
+    ScopedMetric metric = TimeScope(".ninja parse");
+    loaded = parser.Load(options.input_file, &err);
+  }
+  if (!loaded) {
     status->Error(err);
     return false;
   }
@@ -73,7 +79,11 @@ std::string NinjaMain::LogPath(const char* name) const {
 bool NinjaMain::OpenBuildLog(Status* status, bool recompact_only) {
   const std::string path = LogPath(".ninja_log");
   std::string err;
-  LoadStatus loaded = build_log_.Load(path, &err);
+  LoadStatus loaded;
+  {
+    ScopedMetric metric = TimeScope(".ninja_log load");
+    loaded = build_log_.Load(path, &err);
+  }
   if (loaded == LoadStatus::kError) {
     status->Error("loading build log " + path + ": " + err);
     return false;
@@ -99,7 +109,11 @@ bool NinjaMain::OpenBuildLog(Status* status, bool recompact_only) {
 bool NinjaMain::OpenDepsLog(Status* status, bool recompact_only) {
   const std::string path = LogPath(".ninja_deps");
   std::string err;
-  LoadStatus loaded = deps_log_.Load(path, &state_, &err);
+  LoadStatus loaded;
+  {
+    ScopedMetric metric = TimeScope(".ninja_deps load");
+    loaded = deps_log_.Load(path, &state_, &err);
+  }
   if (loaded == LoadStatus::kError) {
     status->Error("loading deps log " + path + ": " + err);
     return false;
@@ -249,6 +263,14 @@ int NinjaMain::RunBuild(const std::vector<std::string>& args, Status* status) {
   status->Info("build stopped: " + err + ".");
   if (result == BuildResult::kInterrupted) return 130;
   return builder.failure_exit_code();
+}
+
+void NinjaMain::DumpMetrics(std::FILE* out) const {
+  ReportMetrics(out);
+  // How full the path table is, as ninja reports its own: entries over slots.
+  const size_t entries = state_.node_count(), buckets = state_.path_buckets();
+  std::fprintf(out, "\npath->node hash load %.2f (%zu entries / %zu buckets)\n",
+               buckets ? static_cast<double>(entries) / static_cast<double>(buckets) : 0.0, entries, buckets);
 }
 
 }  // namespace headroom

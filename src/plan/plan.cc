@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "headroom/scan/scan.h"
+#include "headroom/util/metrics.h"
 
 namespace headroom {
 
@@ -79,6 +80,7 @@ void Plan::PrepareQueue(const std::function<int64_t(const Edge*)>& edge_cost) {
 }
 
 void Plan::ComputeCriticalPath(const std::function<int64_t(const Edge*)>& edge_cost) {
+  ScopedMetric metric = TimeScope("ComputeCriticalPath");
   std::unordered_set<Edge*> seen;
   std::vector<Edge*> order;
   for (const Node* target : targets_) TopologicalVisit(target, &seen, &order);

@@ -11,6 +11,7 @@
 
 #include "headroom/util/messages.h"
 #include "headroom/util/path.h"
+#include "headroom/util/metrics.h"
 
 namespace headroom {
 
@@ -29,6 +30,7 @@ bool DiskInterface::MakeDirs(const std::string& path) {
 }
 
 TimeStamp RealDiskInterface::Stat(const std::string& path, std::string* err) const {
+  ScopedMetric metric = TimeScope("node stat");
   struct stat st;
   if (stat(path.c_str(), &st) < 0) {
     if (errno == ENOENT || errno == ENOTDIR) return 0;

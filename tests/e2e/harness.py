@@ -176,6 +176,12 @@ class Result:
         )
 
 
+def mask_numbers(text: str) -> str:
+    """Output whose figures differ by nature (-d stats timings and counts), with every number and the padding
+    after it made one 'N': what remains is the layout, the names and their order."""
+    return re.sub(r"\d+(?:\.\d+)?[ ]*", "N", text)
+
+
 def fs_now(clock: Path) -> int:
     """Current filesystem timestamp (the kernel's coarse clock) as seen on a freshly written file."""
     clock.write_bytes(b"x")
@@ -425,7 +431,8 @@ class Workspace:
             if cmds_order is None:
                 cmds_order = self._ordered(args)
             norm_cmds = list(cmds) if cmds_order else sorted(cmds)
-            so = {"exact": res.stdout, "sorted": sorted(res.stdout.splitlines()), "ignore": None}[stdout]
+            so = {"exact": res.stdout, "sorted": sorted(res.stdout.splitlines()), "ignore": None,
+                  "numbers_masked": mask_numbers(res.stdout)}[stdout]
             se = {"exact": res.stderr, "sorted": sorted(res.stderr.splitlines()), "ignore": None}[stderr]
             self.record(
                 "run",

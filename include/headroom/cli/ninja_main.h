@@ -1,6 +1,7 @@
 // One pass of "load the manifest, open the logs, maybe regenerate, build" — what ninja's main does.
 #pragma once
 
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -47,6 +48,8 @@ class NinjaMain : public BuildLog::Liveness {
   bool RebuildManifest(const std::string& input_file, std::string* err, Status* status);
   // Builds the targets named in `args` (or the defaults). Returns the exit code.
   int RunBuild(const std::vector<std::string>& args, Status* status);
+  // The -d stats report: the metrics table, then how full the path table is.
+  void DumpMetrics(std::FILE* out) const;
 
   bool IsPathDead(std::string_view path) const override;
 

@@ -176,6 +176,8 @@ class State {
   BindingEnv* NewScope(BindingEnv* parent);
 
   const std::deque<Node>& nodes() const { return nodes_; }
+  size_t node_count() const { return nodes_.size(); }
+  size_t path_buckets() const { return paths_.bucket_count(); }  // -d stats reports the table's load.
 
  private:
   std::deque<Node> nodes_;  // deque: stable addresses, no per-node allocation.

@@ -50,6 +50,7 @@ class FlatIndex {
   }
 
   size_t size() const { return size_; }
+  size_t bucket_count() const { return slots_.size(); }
 
   template <typename Visit>
   void ForEach(Visit visit) const {
