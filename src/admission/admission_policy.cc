@@ -47,8 +47,10 @@ uint64_t AdmissionPolicy::Budget(const MemoryReading& reading) const {
 
 uint64_t AdmissionPolicy::Reserve(uint64_t budget) const {
   if (config_.reserve_bytes != 0) return config_.reserve_bytes;
-  return std::max(static_cast<uint64_t>(static_cast<double>(budget) * config_.reserve_fraction),
-                  config_.reserve_floor);
+  // The floor keeps small machines from running to the last byte, but is itself capped at a share of the
+  // budget: a flat 512 MiB would take a third of a 1.5 GiB container and serialise its build.
+  uint64_t floor = std::min(config_.reserve_floor, Scale(budget, config_.reserve_floor_max_fraction));
+  return std::max(Scale(budget, config_.reserve_fraction), floor);
 }
 
 uint64_t AdmissionPolicy::Headroom(const MemoryReading& reading, std::span<const RunningJob> running) const {
@@ -156,9 +158,8 @@ AdmissionPolicy::TickResult AdmissionPolicy::PlanTick(const MemoryReading& readi
                                                       std::span<const Candidate> ready, int free_slots,
                                                       int64_t now_ms) const {
   TickResult result;
-  std::vector<RunningJob> planned(running.begin(), running.end());
-  // Aging: candidates ready for starvation_ms go first, whatever their priority; one of them that waits for
-  // memory stops everything behind it, or the lighter jobs would keep the memory it needs busy forever.
+  AdmissionPass pass(*this, reading, std::vector<RunningJob>(running.begin(), running.end()), now_ms);
+  // Aging: candidates ready for starvation_ms go first, whatever their priority.
   std::vector<const Candidate*> order;
   for (const Candidate& c : ready) {
     if (now_ms - c.ready_since_ms >= config_.starvation_ms) order.push_back(&c);
@@ -166,36 +167,69 @@ AdmissionPolicy::TickResult AdmissionPolicy::PlanTick(const MemoryReading& readi
   for (const Candidate& c : ready) {
     if (now_ms - c.ready_since_ms < config_.starvation_ms) order.push_back(&c);
   }
-  bool head_waiting = false;
-  for (const Candidate* next : order) {
-    const Candidate& candidate = *next;
-    if (free_slots <= 0) break;
-    AdmissionDecision decision = Decide(reading, planned, candidate, now_ms);
-    if (!decision.admit) {
-      if (!head_waiting) {
-        head_waiting = true;
-        result.head_reason = decision.reason;
-      }
-      if (decision.wait == WaitKind::kMemory && now_ms - candidate.ready_since_ms >= config_.starvation_ms) break;
-      if (decision.wait == WaitKind::kAlone || decision.wait == WaitKind::kFrozen ||
-          decision.wait == WaitKind::kPressure) {
-        break;  // nobody else can start either.
-      }
-      continue;
-    }
-    RunningJob job;
-    job.id = candidate.id;
-    job.class_key = candidate.class_key;
-    job.predicted_peak = candidate.predicted_peak;
-    job.started_ms = job.last_growth_ms = now_ms;
-    job.runs_alone = candidate.must_run_alone || decision.over_budget;
-    job.heavy = candidate.predicted_peak >= config_.heavy_threshold;
-    planned.push_back(job);
-    result.admitted.push_back(candidate.id);
-    if (decision.over_budget) result.over_budget.push_back(candidate.id);
+  for (const Candidate* candidate : order) {
+    if (free_slots <= 0 || pass.stopped()) break;
+    AdmissionDecision decision = pass.Consider(*candidate);
+    if (!decision.admit) continue;
+    result.admitted.push_back(candidate->id);
+    if (decision.over_budget) result.over_budget.push_back(candidate->id);
     --free_slots;
   }
+  result.head_reason = pass.head_reason();
   return result;
+}
+
+AdmissionPass::AdmissionPass(const AdmissionPolicy& policy, const MemoryReading& reading,
+                             std::vector<RunningJob> running, int64_t now_ms)
+    : policy_(policy), reading_(reading), running_(std::move(running)), now_ms_(now_ms) {}
+
+AdmissionDecision AdmissionPass::Consider(const Candidate& candidate) {
+  if (stopped_) return stop_decision_;
+  AdmissionDecision decision = policy_.Decide(reading_, running_, candidate, now_ms_);
+  if (!decision.admit) {
+    if (!head_reason_seen_) {
+      head_reason_seen_ = true;
+      head_reason_ = decision.reason;
+    }
+    if (!head_seen_) NoteHead(candidate, decision);
+    return decision;
+  }
+  AddRunning(candidate, decision.over_budget);
+  return decision;
+}
+
+void AdmissionPass::NoteHead(const Candidate& head, const AdmissionDecision& decision) {
+  switch (decision.wait) {
+    case WaitKind::kAlone:
+    case WaitKind::kFrozen:
+    case WaitKind::kPressure:
+      stopped_ = true;  // nobody else can start either.
+      stop_decision_ = decision;
+      head_seen_ = true;
+      return;
+    case WaitKind::kMemory:
+      break;
+    default:
+      return;  // waiting for a job of its class to peak, not for memory: the next one may be the head.
+  }
+  head_seen_ = true;
+  // Lighter jobs may overtake a head that waits for memory, but not forever: once it waited long enough,
+  // whatever frees up is its.
+  if (now_ms_ - head.ready_since_ms >= policy_.config().starvation_ms) {
+    stopped_ = true;
+    stop_decision_ = AdmissionDecision{false, WaitKind::kMemory, false, "a heavier job has waited too long"};
+  }
+}
+
+void AdmissionPass::AddRunning(const Candidate& candidate, bool over_budget) {
+  RunningJob job;
+  job.id = candidate.id;
+  job.class_key = candidate.class_key;
+  job.predicted_peak = candidate.predicted_peak;
+  job.started_ms = job.last_growth_ms = now_ms_;
+  job.runs_alone = candidate.must_run_alone || over_budget;
+  job.heavy = candidate.predicted_peak >= policy_.config().heavy_threshold;
+  running_.push_back(std::move(job));
 }
 
 }  // namespace headroom

@@ -71,25 +71,27 @@ void MemoryController::Explain(const std::string& message) const {
 
 MemoryController::EdgeState& MemoryController::StateFor(const Edge* edge) {
   auto [it, inserted] = edges_.try_emplace(edge);
-  EdgeState& state = it->second;
-  if (!inserted) return state;
+  if (inserted) Describe(edge, &it->second);
+  return it->second;
+}
+
+void MemoryController::Describe(const Edge* edge, EdgeState* state) {
   // Everything the estimate depends on is evaluated and parsed once per edge and kept; only the history
   // part of the estimate is redone later (RefreshIfStale).
-  state.command = edge->EvaluateCommand();
-  state.output = edge->outputs.empty() ? std::string() : edge->outputs[0]->path;
-  state.rule = edge->rule->name();
-  state.rspfile_content = edge->GetBinding("rspfile_content");
-  state.hint = edge->GetBinding("headroom_mem");
-  JobDescription& job = state.description;
-  job.output = state.output;
-  job.command = state.command;
+  state->command = edge->EvaluateCommand();
+  state->output = edge->outputs.empty() ? std::string() : edge->outputs[0]->path;
+  state->rule = edge->rule->name();
+  state->rspfile_content = edge->GetBinding("rspfile_content");
+  state->hint = edge->GetBinding("headroom_mem");
+  JobDescription& job = state->description;
+  job.output = state->output;
+  job.command = state->command;
   job.command_hash = parts_.build_log ? parts_.build_log->HashCommand(edge->EvaluateCommand(true)) : 0;
-  job.rule = state.rule;
-  job.rspfile_content = state.rspfile_content;
-  if (!state.hint.empty()) job.mem_hint = std::string_view(state.hint);
-  state.profile = parts_.estimator->Profile(job);
-  Predict(state);
-  return state;
+  job.rule = state->rule;
+  job.rspfile_content = state->rspfile_content;
+  if (!state->hint.empty()) job.mem_hint = std::string_view(state->hint);
+  state->profile = parts_.estimator->Profile(job);
+  Predict(*state);
 }
 
 void MemoryController::Predict(EdgeState& state) {
@@ -105,11 +107,22 @@ void MemoryController::RefreshIfStale(EdgeState& state) {
 
 int64_t MemoryController::EdgeCost(const Edge* edge) {
   if (edge->is_phony()) return 0;
-  const Estimate& estimate = StateFor(edge).estimate;
   // The critical path is weighed in seconds of known duration with every job counting at least 1:
   // without history (or with only quick jobs) the order is exactly ninja's edge-count order, and
   // long jobs (a heavy nvcc compile, a link) pull their chains forward once history knows them.
-  return std::max<int64_t>(1, (estimate.duration_ms + 500) / 1000);
+  // Durations come from history alone: without any, nothing needs evaluating.
+  if (!parts_.estimator->HasHistory()) return 1;
+  // The plan asks for every edge of the build; only edges about to start keep their state (a large build
+  // would otherwise hold a parsed command and an estimate per edge for its whole duration).
+  int64_t duration_ms;
+  if (auto it = edges_.find(edge); it != edges_.end()) {
+    duration_ms = it->second.estimate.duration_ms;
+  } else {
+    EdgeState transient;
+    Describe(edge, &transient);
+    duration_ms = transient.estimate.duration_ms;
+  }
+  return std::max<int64_t>(1, (duration_ms + 500) / 1000);
 }
 
 MemoryReading MemoryController::Read() {
@@ -138,8 +151,6 @@ Candidate MemoryController::CandidateFor(const Edge* edge, EdgeState& state, int
 }
 
 void MemoryController::BeginPass() {
-  pass_head_seen_ = false;
-  pass_blocked_ = false;
   // A pass admits at most one job. Its reading may be a few milliseconds old: the policy itself reserves
   // what every running job (one started since the reading included) is still expected to grow, and
   // reading memory before each of hundreds of quick jobs a second would cost more than they do. A job
@@ -149,29 +160,19 @@ void MemoryController::BeginPass() {
     pass_reading_ = Read();
     pass_reading_ms_ = now;
   }
-  pass_jobs_ = RunningJobs();
+  pass_.emplace(policy_, pass_reading_, RunningJobs(), now);
 }
 
 bool MemoryController::MayStart(Edge* edge, size_t running) {
   const int64_t now = parts_.clock->NowMs();
   EdgeState& state = StateFor(edge);
   RefreshIfStale(state);
-  if (pass_blocked_) {
-    NoteWait(edge, state, AdmissionDecision{false, WaitKind::kMemory, false, "a heavier job has waited too long"},
-             now);
-    return false;
-  }
-  const AdmissionDecision decision = policy_.Decide(pass_reading_, pass_jobs_, CandidateFor(edge, state, now), now);
+  if (!pass_) BeginPass();
+  // The pass keeps memory for a head that waits for it from jobs that would delay it (AdmissionPass).
+  const AdmissionDecision decision = pass_->Consider(CandidateFor(edge, state, now));
   if (decision.admit) {
     NoteAdmitted(edge, state, decision, now);
     return true;
-  }
-  // Lighter jobs may overtake a head that waits for memory, but not forever.
-  if (!pass_head_seen_) {
-    pass_head_seen_ = true;
-    if (state.waiting_since_ms >= 0 && now - state.waiting_since_ms >= policy_.config().starvation_ms &&
-        decision.wait == WaitKind::kMemory)
-      pass_blocked_ = true;
   }
   NoteWait(edge, state, decision, now);
   return false;
@@ -338,7 +339,10 @@ bool MemoryController::JobFinished(Edge* edge, JobExit* exit) {
   if (!parts_.estimator->Learn(state.description, record, &learn_error, &state.profile) && !learn_error.empty())
     parts_.status->Warning("recording memory history: " + learn_error);
 
-  if (record.outcome == JobOutcome::kCompleted) return false;
+  if (record.outcome == JobOutcome::kCompleted) {
+    edges_.erase(edge);  // done with: what it taught lives in the history now.
+    return false;
+  }
   return HandleMemoryFailure(edge, state, result, running.safety_killed, exit);
 }
 

@@ -42,6 +42,9 @@ TEST(AdmissionTest, BudgetAndReserveDefaults) {
   EXPECT_EQ(policy.Budget(Reading(64 * kGiB, 60 * kGiB)), 64 * kGiB);
   EXPECT_EQ(policy.Reserve(64 * kGiB), static_cast<uint64_t>(64 * kGiB * 0.05));
   EXPECT_EQ(policy.Reserve(4 * kGiB), 512 * kMiB);
+  // Small boxes: the floor is capped at an eighth of the budget, or it would serialise their builds.
+  EXPECT_EQ(policy.Reserve(1536 * kMiB), 192 * kMiB);
+  EXPECT_EQ(policy.Reserve(2 * kGiB), 256 * kMiB);
   AdmissionPolicy capped({.budget_bytes = 16 * kGiB, .reserve_bytes = 1 * kGiB});
   EXPECT_EQ(capped.Budget(Reading(64 * kGiB, 60 * kGiB)), 16 * kGiB);
   EXPECT_EQ(capped.Budget(Reading(8 * kGiB, 6 * kGiB)), 8 * kGiB);
@@ -223,6 +226,25 @@ TEST(AdmissionTest, LightJobsOvertakeAWaitingHeadOnlyUntilItStarves) {
   ready[0].ready_since_ms = 0;
   EXPECT_EQ(policy.PlanTick(reading, running, ready, 4, 30'000).admitted, (std::vector<uint64_t>{3}));
   EXPECT_TRUE(policy.PlanTick(reading, running, ready, 4, 60'000).admitted.empty());
+}
+
+TEST(AdmissionPassTest, TheHeadIsTheFirstCandidateWaitingForMemoryAndAdmittedJobsCountAsRunning) {
+  AdmissionPolicy policy({.reserve_bytes = 1 * kGiB, .starvation_ms = 60'000});
+  MemoryReading reading = Reading(16 * kGiB, 8 * kGiB);
+  AdmissionPass pass(policy, reading, {Running(1, 4 * kGiB, 4 * kGiB)}, 70'000);
+  // 3 GiB fits (8 - 3 >= 1 reserve) and then owes its whole estimate: a second 3 GiB job does not fit.
+  EXPECT_TRUE(pass.Consider(Cand(2, 3 * kGiB, "cc")).admit);
+  Candidate starved = Cand(3, 6 * kGiB, "nvcc");
+  starved.ready_since_ms = 0;
+  AdmissionDecision head = pass.Consider(starved);
+  EXPECT_FALSE(head.admit);
+  EXPECT_EQ(head.wait, WaitKind::kMemory);
+  EXPECT_TRUE(pass.stopped());
+  EXPECT_EQ(pass.head_reason(), head.reason);
+  // A job that would fit on its own may not overtake a head that has waited starvation_ms.
+  AdmissionDecision behind = pass.Consider(Cand(4, 256 * kMiB));
+  EXPECT_FALSE(behind.admit);
+  EXPECT_EQ(behind.reason, "a heavier job has waited too long");
 }
 
 TEST(SafetyNetTest, FreezesTheYoungestNeverTheOldestAndThawsInAgeOrder) {

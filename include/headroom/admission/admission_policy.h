@@ -53,9 +53,11 @@ struct Candidate {
 
 struct AdmissionConfig {
   uint64_t budget_bytes = 0;           // --mem-budget resolved to bytes; 0 = the reading's limit.
-  uint64_t reserve_bytes = 0;          // --mem-reserve; 0 = max(reserve_fraction x budget, reserve_floor).
+  // --mem-reserve; 0 = max(reserve_fraction x budget, min(reserve_floor, reserve_floor_max_fraction x budget)).
+  uint64_t reserve_bytes = 0;
   double reserve_fraction = 0.05;
   uint64_t reserve_floor = 512 * kMiB;
+  double reserve_floor_max_fraction = 0.125;
   double pressure_some_pct = 10.0;     // PSI some over the short window above this stops admission.
   uint64_t heavy_threshold = 2 * kGiB; // jobs predicted at least this heavy are staggered.
   int64_t stagger_ms = 10'000;         // identical heavy jobs start at least this far apart ...
@@ -125,6 +127,38 @@ class AdmissionPolicy {
                           int64_t now_ms) const;
 
   AdmissionConfig config_;
+};
+
+// One walk over the ready candidates in priority order, admitting as it goes; PlanTick and MemoryController
+// both decide through it. The first candidate that waits for memory is the head: later candidates may
+// overtake it until it has waited starvation_ms; after that nothing may, so memory that frees up is its.
+// (Reserving memory for the head from its predicted start time, EASY backfilling, was tried and measured no
+// better: docs/scheduling.md.)
+class AdmissionPass {
+ public:
+  AdmissionPass(const AdmissionPolicy& policy, const MemoryReading& reading, std::vector<RunningJob> running,
+                int64_t now_ms);
+
+  // Decides the next candidate; an admitted one counts as running (its whole estimate owed) for the rest.
+  AdmissionDecision Consider(const Candidate& candidate);
+  // Nothing more can start in this pass (alone, frozen, pressure, or a starved head).
+  bool stopped() const { return stopped_; }
+  // Why the head waits ("" while none does).
+  const std::string& head_reason() const { return head_reason_; }
+
+ private:
+  void NoteHead(const Candidate& head, const AdmissionDecision& decision);
+  void AddRunning(const Candidate& candidate, bool over_budget);
+
+  const AdmissionPolicy& policy_;
+  const MemoryReading& reading_;
+  std::vector<RunningJob> running_;
+  int64_t now_ms_;
+  bool head_seen_ = false;        // the first candidate waiting for memory was seen.
+  bool head_reason_seen_ = false;
+  bool stopped_ = false;
+  AdmissionDecision stop_decision_;
+  std::string head_reason_;
 };
 
 }  // namespace headroom

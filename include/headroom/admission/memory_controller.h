@@ -5,6 +5,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -94,7 +95,10 @@ class MemoryController : public JobController {
     RunningJob job;
   };
 
+  // The state of an edge that is waiting or running, made on first use and dropped when it completes.
   EdgeState& StateFor(const Edge* edge);
+  // Evaluates the command and bindings the estimate depends on, and predicts.
+  void Describe(const Edge* edge, EdgeState* state);
   // Re-predicts from the profile and the history as it is now (the estimator learned since the last one).
   void Predict(EdgeState& state);
   // An edge not started yet follows what finished jobs taught since it was first considered.
@@ -128,14 +132,11 @@ class MemoryController : public JobController {
   std::map<JobId, Running> running_;  // by runner id; iteration order = start order (ids increase)
   int next_meter_key_ = 1;
   int pending_meter_key_ = 0;
-  // The current admission pass: once the head waited too long, nothing may overtake it.
-  bool pass_head_seen_ = false;
-  bool pass_blocked_ = false;
   MemoryReading pass_reading_;
   int64_t pass_reading_ms_ = -1;  // when pass_reading_ was taken; -1: read afresh at the next pass
   static constexpr int64_t kReadingReuseMs = 20;
   static constexpr uint64_t kFreshReadingAfterBytes = 32ull << 20;  // a job this large ending frees memory
-  std::vector<RunningJob> pass_jobs_;
+  std::optional<AdmissionPass> pass_;  // the current walk over ready edges (reads pass_reading_)
   int waiting_now_ = 0;
   int64_t last_tick_ms_ = -1;  // when Tick last sampled
   MemoryDecisions decisions_;

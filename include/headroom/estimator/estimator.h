@@ -79,6 +79,9 @@ class Estimator {
   // Counts Learn calls that changed the history: an estimate made at an older generation may be stale.
   uint64_t generation() const { return generation_; }
 
+  // Whether any measurement exists: without one, every estimate is a prior with no duration.
+  bool HasHistory() const { return history_ && (history_->edge_count() > 0 || history_->class_count() > 0); }
+
   const EstimatorConfig& config() const { return config_; }
 
  private:
