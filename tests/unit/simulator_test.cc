@@ -12,40 +12,42 @@
 namespace headroom::sim {
 namespace {
 
+// One simulated job: ramps to `peak` over the first `ramp_end` of its run, releases from `release_start`.
+SimJob Job(std::string output, std::string rule, std::string command, uint64_t peak, int64_t seconds,
+           double ramp_end, double release_start) {
+  SimJob job;
+  job.output = std::move(output);
+  job.rule = std::move(rule);
+  job.command = std::move(command);
+  job.peak_bytes = peak;
+  job.duration_ms = seconds * 1000;
+  job.ramp_end = ramp_end;
+  job.release_start = release_start;
+  return job;
+}
+
+// The final link, needing every job before it.
+void AddLink(std::vector<SimJob>* jobs, std::string output, uint64_t peak, int64_t seconds) {
+  SimJob link = Job(output, "LINK", "g++ -shared objects -o " + output, peak, seconds, 0.2, 0.8);
+  for (size_t i = 0; i < jobs->size(); ++i) link.deps.push_back(i);
+  jobs->push_back(link);
+}
+
 // A flash-attn-like build: heavy nvcc kernels with one -gencode set (6-10 GiB, 60-120 s, early peaks),
 // light C++ files, and one link needing everything.
 std::vector<SimJob> FlashAttnLike(int kernels, int cxx_files, double hint_scale = 0.0) {
   std::vector<SimJob> jobs;
   for (int i = 0; i < kernels; ++i) {
-    SimJob job;
-    job.output = fmt::format("flash_{}.o", i);
-    job.rule = "CUDA";
-    job.command = fmt::format("nvcc -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 "
-                              "--threads 2 -O3 -c csrc/flash_{0}.cu -o flash_{0}.o", i);
-    job.peak_bytes = (6 + i % 5) * kGiB;
-    job.duration_ms = (60 + (i % 7) * 10) * 1000;
-    job.ramp_end = 0.15;
-    job.release_start = 0.85;
-    jobs.push_back(job);
+    jobs.push_back(Job(fmt::format("flash_{}.o", i), "CUDA",
+                       fmt::format("nvcc -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 "
+                                   "--threads 2 -O3 -c csrc/flash_{0}.cu -o flash_{0}.o", i),
+                       (6 + i % 5) * kGiB, 60 + (i % 7) * 10, 0.15, 0.85));
   }
   for (int i = 0; i < cxx_files; ++i) {
-    SimJob job;
-    job.output = fmt::format("f{}.o", i);
-    job.command = fmt::format("g++ -O2 -c src/f{0}.cc -o f{0}.o", i);
-    job.peak_bytes = (200 + (i % 7) * 100) * kMiB;
-    job.duration_ms = (5 + i % 10) * 1000;
-    job.ramp_end = 0.5;
-    job.release_start = 0.9;
-    jobs.push_back(job);
+    jobs.push_back(Job(fmt::format("f{}.o", i), "CXX", fmt::format("g++ -O2 -c src/f{0}.cc -o f{0}.o", i),
+                       (200 + (i % 7) * 100) * kMiB, 5 + i % 10, 0.5, 0.9));
   }
-  SimJob link;
-  link.output = "lib.so";
-  link.rule = "LINK";
-  link.command = "g++ -shared objects -o lib.so";
-  link.peak_bytes = 3 * kGiB;
-  link.duration_ms = 20'000;
-  for (size_t i = 0; i < jobs.size(); ++i) link.deps.push_back(i);
-  jobs.push_back(link);
+  AddLink(&jobs, "lib.so", 3 * kGiB, 20);
   if (hint_scale > 0.0) {
     for (SimJob& job : jobs) {
       job.mem_hint = std::to_string(static_cast<uint64_t>(static_cast<double>(job.peak_bytes) * hint_scale));
@@ -62,45 +64,20 @@ std::vector<SimJob> VllmLike(int medium, int huge, int cxx_files) {
                         "-gencode arch=compute_89,code=sm_89 -gencode arch=compute_90,code=sm_90 --threads 4";
   std::vector<SimJob> jobs;
   for (int i = 0; i < medium; ++i) {
-    SimJob job;
-    job.output = fmt::format("kern_{}.o", i);
-    job.rule = "CUDA";
-    job.command = fmt::format("nvcc {0} -O3 -c csrc/kern_{1}.cu -o kern_{1}.o", targets, i);
-    job.peak_bytes = (2048 + (i % 9) * 256) * kMiB;
-    job.duration_ms = (20 + (i % 5) * 10) * 1000;
-    job.ramp_end = 0.2;
-    job.release_start = 0.85;
-    jobs.push_back(job);
+    jobs.push_back(Job(fmt::format("kern_{}.o", i), "CUDA",
+                       fmt::format("nvcc {0} -O3 -c csrc/kern_{1}.cu -o kern_{1}.o", targets, i),
+                       (2048 + (i % 9) * 256) * kMiB, 20 + (i % 5) * 10, 0.2, 0.85));
   }
   for (int i = 0; i < huge; ++i) {
-    SimJob job;
-    job.output = fmt::format("moe_{}.o", i);
-    job.rule = "CUDA";
-    job.command = fmt::format("nvcc {0} -DMOE_FULL -O3 -c csrc/moe_{1}.cu -o moe_{1}.o", targets, i);
-    job.peak_bytes = (12 + i % 5) * kGiB;
-    job.duration_ms = (150 + (i % 3) * 50) * 1000;
-    job.ramp_end = 0.25;
-    job.release_start = 0.85;
-    jobs.push_back(job);
+    jobs.push_back(Job(fmt::format("moe_{}.o", i), "CUDA",
+                       fmt::format("nvcc {0} -DMOE_FULL -O3 -c csrc/moe_{1}.cu -o moe_{1}.o", targets, i),
+                       (12 + i % 5) * kGiB, 150 + (i % 3) * 50, 0.25, 0.85));
   }
   for (int i = 0; i < cxx_files; ++i) {
-    SimJob job;
-    job.output = fmt::format("c{}.o", i);
-    job.command = fmt::format("g++ -O2 -c src/c{0}.cc -o c{0}.o", i);
-    job.peak_bytes = (300 + (i % 6) * 150) * kMiB;
-    job.duration_ms = (4 + i % 12) * 1000;
-    job.ramp_end = 0.5;
-    job.release_start = 0.9;
-    jobs.push_back(job);
+    jobs.push_back(Job(fmt::format("c{}.o", i), "CXX", fmt::format("g++ -O2 -c src/c{0}.cc -o c{0}.o", i),
+                       (300 + (i % 6) * 150) * kMiB, 4 + i % 12, 0.5, 0.9));
   }
-  SimJob link;
-  link.output = "_C.so";
-  link.rule = "LINK";
-  link.command = "g++ -shared objects -o _C.so";
-  link.peak_bytes = 4 * kGiB;
-  link.duration_ms = 30'000;
-  for (size_t i = 0; i < jobs.size(); ++i) link.deps.push_back(i);
-  jobs.push_back(link);
+  AddLink(&jobs, "_C.so", 4 * kGiB, 30);
   return jobs;
 }
 
