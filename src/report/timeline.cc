@@ -17,7 +17,11 @@ size_t BuildTimeline::JobStarted(TimelineJob job) {
   }
   slot_free_at_[lane] = -1;
   job.slot = lane;
-  if (!keep_details_) job.command = std::string();
+  if (!keep_details_) {  // the summary needs none of these; a 10k-job build would hold them all.
+    job.command = std::string();
+    job.rule = std::string();
+    job.class_key = std::string();
+  }
   jobs_.push_back(std::move(job));
   return jobs_.size() - 1;
 }

@@ -150,7 +150,9 @@ TEST(SummaryTest, FixedTimelineReadsAsExpected) {
 TEST(SummaryTest, TimelineWithoutDetailsKeepsWhatTheSummaryNeeds) {
   const BuildTimeline brief = SmallBuild(/*keep_details=*/false);
   EXPECT_EQ(SummaryLines(brief, SmallBuildDecisions()), SummaryLines(SmallBuild(), SmallBuildDecisions()));
-  for (const TimelineJob& job : brief.jobs()) EXPECT_TRUE(job.command.empty()) << job.output;
+  for (const TimelineJob& job : brief.jobs()) {
+    EXPECT_TRUE(job.command.empty() && job.rule.empty() && job.class_key.empty()) << job.output;
+  }
   for (const MemorySample& sample : brief.samples()) EXPECT_TRUE(sample.jobs.empty());
   EXPECT_FALSE(SmallBuild().jobs()[0].command.empty());
 }

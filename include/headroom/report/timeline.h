@@ -71,8 +71,9 @@ class BuildTimeline {
  public:
   // Recorders take times from the build's Clock; the timeline counts from `origin_ms` on it.
   void set_origin_ms(int64_t origin_ms) { origin_ms_ = origin_ms; }
-  // Without a trace or report to write, only the summary reads the timeline: it needs no commands and no
-  // per-job shares of each sample, which would otherwise grow with every job and every tick of a long build.
+  // Without a trace or report to write, only the summary reads the timeline: it needs no commands, no
+  // rules, class keys and no per-job shares of each sample, which would otherwise grow with every job and
+  // every tick of a long build.
   void set_keep_details(bool keep) { keep_details_ = keep; }
   bool keeps_details() const { return keep_details_; }
   int64_t Elapsed(int64_t clock_ms) const { return clock_ms - origin_ms_; }
