@@ -187,7 +187,7 @@ TEST_F(MemoryControllerTest, WaitingEdgesFollowTheClassHistoryLearnedDuringTheBu
   SetUpMachine(8 * kGiBytes);
   runner_.max_rss_kb = 3 * 1024 * 1024;  // every touch job turns out to need 3 GiB.
   Build(3, "", 1);
-  const std::vector<TimelineJob>& jobs = timeline_.jobs();
+  const auto& jobs = timeline_.jobs();
   ASSERT_EQ(3u, jobs.size());
   // All three were estimated before anything ran (critical path); only the first had to go on the prior.
   EXPECT_EQ("prior", jobs[0].estimate_source);
@@ -204,7 +204,7 @@ TEST_F(MemoryControllerTest, AnOomRequeuesRaisedEstimateOutlivesLaterClassHistor
   runner_.max_rss_kb = 2 * 1024 * 1024;
   runner_.oom_kill_once = {"touch o0"};
   Build(3, "", 1);
-  const std::vector<TimelineJob>& jobs = timeline_.jobs();
+  const auto& jobs = timeline_.jobs();
   ASSERT_EQ(4u, jobs.size());  // o0 twice
   EXPECT_EQ("o0", jobs[0].output);
   EXPECT_EQ("oom-killed", jobs[0].outcome);

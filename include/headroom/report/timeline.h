@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -85,7 +86,7 @@ class BuildTimeline {
   void Sample(const MemorySample& sample);
   void Mark(TimelineMarker marker);
 
-  const std::vector<TimelineJob>& jobs() const { return jobs_; }
+  const std::deque<TimelineJob>& jobs() const { return jobs_; }
   const std::vector<MemorySample>& samples() const { return samples_; }
   const std::vector<TimelineMarker>& markers() const { return markers_; }
   BuildFacts& facts() { return facts_; }
@@ -95,7 +96,7 @@ class BuildTimeline {
   int64_t origin_ms_ = 0;
   bool keep_details_ = true;
   BuildFacts facts_;
-  std::vector<TimelineJob> jobs_;
+  std::deque<TimelineJob> jobs_;  // a deque: no doubling slack (a vector of 10k jobs held 16k slots)
   std::vector<MemorySample> samples_;
   std::vector<TimelineMarker> markers_;
   std::vector<int64_t> slot_free_at_;  // per lane: when its last job ended (-1 = busy)
