@@ -130,8 +130,8 @@ bool Estimator::Learn(const JobDescription& job, const HistoryRecord& record, st
                       const JobProfile* profile) {
   if (!history_) return true;
   ++generation_;  // the record is kept in memory even when the file write fails.
-  if (profile) return history_->Record(job.output, job.command_hash, profile->class_key, record, error);
-  return history_->Record(job.output, job.command_hash, JobClassKey(job.rule, job.command), record, error);
+  const std::string class_key = profile ? profile->class_key : JobClassKey(job.rule, job.command);
+  return history_->Record(job.output, job.command_hash, class_key, record, error);
 }
 
 }  // namespace headroom

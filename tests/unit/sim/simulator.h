@@ -303,7 +303,7 @@ class Simulator {
       std::string error;
       estimator_.Learn(Describe(run.job), {run.view.peak_rss, run.progress_ms, PeakMethod::kCgroup,
                                            JobOutcome::kCompleted}, &error);
-        result_.finished_ms[run.job] = now_;
+      result_.finished_ms[run.job] = now_;
       Trace("end", run.job, "peak " + FormatBytes(run.view.peak_rss));
       result_.max_concurrency_while_running[run.job] = run.max_concurrency;
       ++finished_;
