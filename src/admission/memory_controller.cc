@@ -7,7 +7,7 @@
 
 #include <algorithm>
 
-#include "headroom/estimator/size.h"
+#include "headroom/util/byte_size.h"
 #include "headroom/graph/graph.h"
 #include "headroom/logs/build_log.h"
 #include "headroom/report/timeline.h"

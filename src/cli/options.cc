@@ -13,7 +13,7 @@
 #include <cmath>
 #include <fstream>
 
-#include "headroom/estimator/size.h"
+#include "headroom/util/byte_size.h"
 #include "headroom/manifest/version.h"
 #include "headroom/util/messages.h"
 

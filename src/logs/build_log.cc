@@ -15,7 +15,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "headroom/logs/command_hash.h"
+#include "headroom/util/hashes.h"
 #include "headroom/util/digits.h"
 #include "headroom/util/disk.h"
 #include "headroom/util/messages.h"

@@ -4,7 +4,7 @@
 #include <map>
 #include <vector>
 
-#include "headroom/estimator/size.h"
+#include "headroom/util/byte_size.h"
 #include "headroom/report/report_charts.h"
 #include "headroom/report/report_format.h"
 #include "headroom/report/svg.h"

@@ -9,7 +9,7 @@
 #include <map>
 #include <vector>
 
-#include "headroom/estimator/size.h"
+#include "headroom/util/byte_size.h"
 #include "headroom/report/report_charts.h"
 #include "headroom/report/report_format.h"
 #include "headroom/report/report_page.h"

@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <iterator>
 
-#include "headroom/estimator/size.h"
+#include "headroom/util/byte_size.h"
 
 namespace headroom {
 

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "headroom/estimator/size.h"
+#include "headroom/util/byte_size.h"
 #include "headroom/report/report_format.h"
 
 namespace headroom {

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "headroom/estimator/size.h"
+#include "headroom/util/byte_size.h"
 #include "headroom/report/report_format.h"
 
 namespace headroom {

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "headroom/estimator/size.h"
+#include "headroom/util/byte_size.h"
 #include "headroom/history/history_store.h"
 #include "headroom/tools/tools.h"
 #include "headroom/util/messages.h"

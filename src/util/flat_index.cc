@@ -1,7 +1,7 @@
 // HashString, the string hash behind FlatIndex (include/headroom/util/flat_index.h).
 #include "headroom/util/flat_index.h"
 
-#include "headroom/logs/command_hash.h"
+#include "headroom/util/hashes.h"
 
 namespace headroom {
 

@@ -15,7 +15,7 @@
 #include <set>
 #include <sstream>
 
-#include "headroom/logs/command_hash.h"
+#include "headroom/util/hashes.h"
 #include "headroom/util/disk.h"
 
 namespace headroom {

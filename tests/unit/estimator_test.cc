@@ -8,7 +8,7 @@
 #include "headroom/estimator/command_line.h"
 #include "headroom/estimator/estimator.h"
 #include "headroom/estimator/priors.h"
-#include "headroom/estimator/size.h"
+#include "headroom/util/byte_size.h"
 #include "headroom/history/history_store.h"
 
 namespace headroom {

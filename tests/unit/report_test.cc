@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "headroom/estimator/size.h"
+#include "headroom/util/byte_size.h"
 #include "headroom/report/build_outputs.h"
 #include "headroom/report/html_report.h"
 #include "headroom/report/report_format.h"

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "headroom/estimator/size.h"
+#include "headroom/util/byte_size.h"
 #include "headroom/memory/reading.h"
 
 namespace headroom {

@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "headroom/estimator/command_line.h"
-#include "headroom/estimator/size.h"
+#include "headroom/util/byte_size.h"
 
 namespace headroom {
 

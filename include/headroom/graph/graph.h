@@ -14,11 +14,9 @@
 
 #include "headroom/graph/eval_env.h"
 #include "headroom/util/flat_index.h"
+#include "headroom/util/timestamp.h"
 
 namespace headroom {
-
-// Nanoseconds since the epoch; 0 = file missing; -1 = not yet stat'ed.
-using TimeStamp = int64_t;
 
 struct Edge;
 struct Pool;

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <string>
 
-#include "headroom/admission/memory_controller.h"
+#include "headroom/report/memory_decisions.h"
 #include "headroom/report/timeline.h"
 
 namespace headroom {

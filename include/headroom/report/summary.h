@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "headroom/admission/memory_controller.h"
+#include "headroom/report/memory_decisions.h"
 #include "headroom/report/timeline.h"
 
 namespace headroom {

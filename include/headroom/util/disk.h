@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "headroom/graph/graph.h"
+#include "headroom/util/timestamp.h"
 
 namespace headroom {
 

@@ -1,6 +1,6 @@
 // MurmurHash64A and rapidhash v1, the command-line hashes of .ninja_log v5/v6 and v7.
 // Both read their input in little-endian order (the only byte order headroom targets).
-#include "headroom/logs/command_hash.h"
+#include "headroom/util/hashes.h"
 
 #include <cstring>
 

@@ -1,5 +1,5 @@
 // Byte-size parsing ("4G", "1.5GiB", "60%") and formatting ("4.2 GiB").
-#include "headroom/estimator/size.h"
+#include "headroom/util/byte_size.h"
 
 #include <cctype>
 #include <cmath>

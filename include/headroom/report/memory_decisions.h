@@ -1,0 +1,25 @@
+// MemoryDecisions: the plain record of what memory awareness did in a build. The memory controller fills
+// it; the end-of-build summary and the report read it without knowing the controller.
+#pragma once
+
+#include <cstdint>
+
+namespace headroom {
+
+// Counters for the end-of-build summary and the report.
+struct MemoryDecisions {
+  int jobs_waited = 0;           // jobs that had to wait for memory at least once
+  int64_t wait_ms_total = 0;     // summed time jobs spent waiting for memory
+  int freezes = 0;
+  int safety_kills = 0;
+  int oom_kills = 0;
+  int requeues = 0;
+  int over_budget_starts = 0;    // jobs started alone although they did not fit
+  uint64_t peak_used_bytes = 0;  // the largest memory in use seen while the build ran
+  uint64_t budget_bytes = 0;
+  bool anything_happened() const {
+    return jobs_waited || freezes || safety_kills || oom_kills || requeues || over_budget_starts;
+  }
+};
+
+}  // namespace headroom
