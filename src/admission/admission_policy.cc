@@ -21,6 +21,11 @@ AdmissionDecision Wait(WaitKind kind, std::string reason) { return {false, kind,
 
 }  // namespace
 
+std::string DescribeDefaultReserve() {
+  return fmt::format("max({:g}% of budget, min({}, {:g}% of budget))", kDefaultReserveFraction * 100,
+                     FormatBytes(kDefaultReserveFloor), kDefaultReserveFloorMaxFraction * 100);
+}
+
 void MemoryTrack::Observe(RunningJob* job, uint64_t rss, int64_t now_ms) {
   job->rss = rss;
   // Measured from the level of the last noticeable growth, not from the previous sample: a slow steady

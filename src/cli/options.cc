@@ -13,8 +13,9 @@
 #include <cmath>
 #include <fstream>
 
-#include "headroom/util/byte_size.h"
+#include "headroom/admission/admission_policy.h"
 #include "headroom/manifest/version.h"
+#include "headroom/util/byte_size.h"
 #include "headroom/util/messages.h"
 
 namespace headroom {
@@ -207,11 +208,12 @@ void PrintUsage(const BuildConfig& config) {
           "\n"
           "headroom (memory-aware scheduling):\n"
           "  --mem-budget=SIZE|N%%  memory the build may use [default: what the machine/cgroup allows]\n"
-          "  --mem-reserve=SIZE     memory always kept free [default: max(5%% of budget, 512M)]\n"
+          "  --mem-reserve=SIZE     memory always kept free\n"
+          "                         [default: %s]\n"
           "  --no-memory            schedule by -j only, exactly like ninja\n"
           "  --trace=FILE           write a Chrome trace of jobs and memory\n"
           "  --report=FILE.html     write an HTML report of the build\n",
-          kNinjaVersion, config.parallelism);
+          kNinjaVersion, config.parallelism, DescribeDefaultReserve().c_str());
 }
 
 std::optional<int> ReadFlags(int argc, char** argv, Options* options, BuildConfig* config) {

@@ -3,6 +3,8 @@ docs/differences-from-ninja.md). These run headroom alone and assert its own beh
 used only to state what ninja does differently, so the difference stays visible."""
 
 import os
+import re
+from pathlib import Path
 
 import pytest
 
@@ -100,6 +102,17 @@ def test_usage_is_ninjas_plus_headroom_section(headroom, e2e_config, args):
     assert extra.startswith("\nheadroom (memory-aware scheduling):\n")
     for option in ("--mem-budget", "--mem-reserve", "--no-memory"):
         assert option in extra
+
+
+def test_help_and_readme_state_the_same_reserve_default(headroom):
+    """-h builds its --mem-reserve default from the constants the policy applies (unit-tested in
+    admission_test.cc); the README's option table must state the same formula."""
+    usage = headroom.run("-h").stderr
+    stated = re.search(r"--mem-reserve=SIZE .*\n\s*\[default: (.*)\]\n", usage)
+    assert stated, usage
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    row = next(line for line in readme.splitlines() if line.startswith("| `--mem-reserve=SIZE`"))
+    assert f"default `{stated.group(1)}`" in row, row
 
 
 def test_corrupt_deps_record_is_cut_off_once(headroom):

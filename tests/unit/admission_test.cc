@@ -1,6 +1,8 @@
 // Tests for the admission rule, the safety net, the requeue policy and critical-path priorities.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "headroom/admission/admission_policy.h"
@@ -49,6 +51,17 @@ TEST(AdmissionTest, BudgetAndReserveDefaults) {
   EXPECT_EQ(capped.Budget(Reading(64 * kGiB, 60 * kGiB)), 16 * kGiB);
   EXPECT_EQ(capped.Budget(Reading(8 * kGiB, 6 * kGiB)), 8 * kGiB);
   EXPECT_EQ(capped.Reserve(16 * kGiB), 1 * kGiB);
+}
+
+// -h prints DescribeDefaultReserve(); the formula it states must be the one Reserve() applies by default.
+TEST(AdmissionTest, DescribedDefaultReserveIsTheOneApplied) {
+  EXPECT_EQ(DescribeDefaultReserve(), "max(5% of budget, min(512 MiB, 12.5% of budget))");
+  AdmissionPolicy policy;
+  for (uint64_t budget : {256 * kMiB, 1536 * kMiB, 3 * kGiB, 4 * kGiB, 10 * kGiB, 11 * kGiB, 64 * kGiB}) {
+    const double stated = std::max(0.05 * static_cast<double>(budget),
+                                   std::min(512.0 * kMiB, 0.125 * static_cast<double>(budget)));
+    EXPECT_EQ(policy.Reserve(budget), static_cast<uint64_t>(stated)) << FormatBytes(budget);
+  }
 }
 
 TEST(AdmissionTest, AdmitsOnlyWhatFitsAfterWhatRunningJobsStillOwe) {

@@ -51,13 +51,22 @@ struct Candidate {
   int64_t ready_since_ms = 0;   // for starvation control in PlanTick.
 };
 
+// The default --mem-reserve: max(fraction x budget, min(floor, floor cap x budget)). The floor keeps small
+// machines off their last byte; its cap keeps it from serialising a small container's build.
+inline constexpr double kDefaultReserveFraction = 0.05;
+inline constexpr uint64_t kDefaultReserveFloor = 512 * kMiB;
+inline constexpr double kDefaultReserveFloorMaxFraction = 0.125;
+// The default above in words, built from the same constants, for -h:
+// "max(5% of budget, min(512 MiB, 12.5% of budget))".
+std::string DescribeDefaultReserve();
+
 struct AdmissionConfig {
   uint64_t budget_bytes = 0;           // --mem-budget resolved to bytes; 0 = the reading's limit.
   // --mem-reserve; 0 = max(reserve_fraction x budget, min(reserve_floor, reserve_floor_max_fraction x budget)).
   uint64_t reserve_bytes = 0;
-  double reserve_fraction = 0.05;
-  uint64_t reserve_floor = 512 * kMiB;
-  double reserve_floor_max_fraction = 0.125;
+  double reserve_fraction = kDefaultReserveFraction;
+  uint64_t reserve_floor = kDefaultReserveFloor;
+  double reserve_floor_max_fraction = kDefaultReserveFloorMaxFraction;
   double pressure_some_pct = 10.0;     // PSI some over the short window above this stops admission.
   uint64_t heavy_threshold = 2 * kGiB; // jobs predicted at least this heavy are staggered.
   int64_t stagger_ms = 10'000;         // identical heavy jobs start at least this far apart ...

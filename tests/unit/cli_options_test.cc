@@ -1,0 +1,24 @@
+// Tests for the command-line options: what -h states about headroom's defaults.
+#include <gtest/gtest.h>
+
+#include "headroom/admission/admission_policy.h"
+#include "headroom/build/build_config.h"
+#include "headroom/cli/options.h"
+
+namespace headroom {
+namespace {
+
+std::string UsageText() {
+  testing::internal::CaptureStderr();
+  PrintUsage(BuildConfig{});
+  return testing::internal::GetCapturedStderr();
+}
+
+TEST(CliOptionsTest, UsageStatesTheReserveDefaultTheCodeApplies) {
+  const std::string usage = UsageText();
+  EXPECT_NE(usage.find("--mem-reserve=SIZE"), std::string::npos) << usage;
+  EXPECT_NE(usage.find("[default: " + DescribeDefaultReserve() + "]"), std::string::npos) << usage;
+}
+
+}  // namespace
+}  // namespace headroom
