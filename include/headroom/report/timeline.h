@@ -3,8 +3,10 @@
 // Fed by the memory controller (or by a plain recorder with --no-memory); read by the writers.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -70,29 +72,40 @@ struct BuildFacts {
 
 class BuildTimeline {
  public:
+  // Without details, the finished jobs kept are the heaviest this many (the summary names the top 3).
+  static constexpr size_t kHeaviestKeptWithoutDetails = 16;
+
   // Recorders take times from the build's Clock; the timeline counts from `origin_ms` on it.
   void set_origin_ms(int64_t origin_ms) { origin_ms_ = origin_ms; }
-  // Without a trace or report to write, only the summary reads the timeline: it needs no commands, no
-  // rules, class keys and no per-job shares of each sample, which would otherwise grow with every job and
-  // every tick of a long build.
+  // Without a trace or report to write, only the summary reads the timeline: the build's peak sample and
+  // its heaviest measured jobs. Set before the first job: the timeline then keeps only those (no
+  // commands, rules or class keys, no per-job sample shares), so its size no longer grows with every
+  // job and tick of a long build.
   void set_keep_details(bool keep) { keep_details_ = keep; }
   bool keeps_details() const { return keep_details_; }
   int64_t Elapsed(int64_t clock_ms) const { return clock_ms - origin_ms_; }
 
-  // Returns the job's index, used for JobFinished. Its lane is the lowest one free at its start.
+  // Returns the job's handle, used for JobFinished. Its lane is the lowest one free at its start.
+  // With details the handle is the job's index in jobs() (and what MemorySample::jobs refer to).
   size_t JobStarted(TimelineJob job);
-  void JobFinished(size_t index, int64_t end_ms, uint64_t peak_bytes, const std::string& peak_method,
+  void JobFinished(size_t handle, int64_t end_ms, uint64_t peak_bytes, const std::string& peak_method,
                    const std::string& outcome, int exit_code);
   void Sample(const MemorySample& sample);
   void Mark(TimelineMarker marker);
 
+  // With details: every job, in start order. Without: the heaviest finished jobs with a measured
+  // peak (at most kHeaviestKeptWithoutDetails), in start order.
   const std::deque<TimelineJob>& jobs() const { return jobs_; }
+  // With details: every sample. Without: the one with the most memory in use (the first of equals).
   const std::vector<MemorySample>& samples() const { return samples_; }
   const std::vector<TimelineMarker>& markers() const { return markers_; }
   BuildFacts& facts() { return facts_; }
   const BuildFacts& facts() const { return facts_; }
 
  private:
+  int AssignLane(int64_t start_ms);
+  void KeepIfAmongHeaviest(size_t sequence, TimelineJob job);
+
   int64_t origin_ms_ = 0;
   bool keep_details_ = true;
   BuildFacts facts_;
@@ -100,6 +113,11 @@ class BuildTimeline {
   std::vector<MemorySample> samples_;
   std::vector<TimelineMarker> markers_;
   std::vector<int64_t> slot_free_at_;  // per lane: when its last job ended (-1 = busy)
+  // Without details: jobs still running, by handle (handles count jobs started), and the start
+  // sequence of each job kept in jobs_ (parallel to it).
+  size_t started_ = 0;
+  std::map<size_t, TimelineJob> running_;
+  std::deque<size_t> kept_sequence_;
 };
 
 }  // namespace headroom
