@@ -15,6 +15,7 @@
 #include "headroom/logs/build_log.h"
 #include "headroom/logs/deps_log.h"
 #include "headroom/logs/depfile_parser.h"
+#include "headroom/logs/show_includes_parser.h"
 #include "headroom/status/status.h"
 #include "headroom/util/clock.h"
 #include "headroom/util/disk.h"
@@ -28,37 +29,6 @@ namespace {
 bool IsInterruptExit(const JobExit& exit) {
   if (exit.exited_normally) return exit.exit_code == 130;
   return exit.term_signal == SIGINT || exit.term_signal == SIGTERM || exit.term_signal == SIGHUP;
-}
-
-std::string ToLower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
-  return text;
-}
-
-// `deps = msvc`: pulls /showIncludes lines out of the compiler output and returns the headers.
-std::string FilterShowIncludes(const std::string& output, const std::string& prefix, std::vector<std::string>* includes) {
-  static const std::string kDefaultPrefix = "Note: including file:";
-  const std::string& marker = prefix.empty() ? kDefaultPrefix : prefix;
-  std::string filtered;
-  size_t start = 0;
-  while (start < output.size()) {
-    size_t end = output.find('\n', start);
-    size_t next = end == std::string::npos ? output.size() : end + 1;
-    std::string line = output.substr(start, (end == std::string::npos ? output.size() : end) - start);
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.compare(0, marker.size(), marker) == 0) {
-      std::string path = line.substr(marker.size());
-      path.erase(0, path.find_first_not_of(' '));
-      std::string lower = ToLower(path);
-      // System headers are never part of a build's own dependencies.
-      if (lower.find("program files") == std::string::npos && lower.find("microsoft visual studio") == std::string::npos)
-        includes->push_back(path);
-    } else {
-      filtered.append(output, start, next - start);
-    }
-    start = next;
-  }
-  return filtered;
 }
 
 }  // namespace
@@ -152,9 +122,11 @@ BuildResult Builder::Build(std::string* err) {
   status_->BuildStarted();
 
   auto stop = [&](BuildResult result) {
+    // The controller hears first, so it can release jobs it holds (frozen, or waiting at the build
+    // guard's memory limit) before Cleanup signals them and waits for them to exit.
+    controller_->BuildEnded();
     Cleanup();
     status_->BuildFinished();
-    controller_->BuildEnded();
     return result;
   };
 
@@ -399,7 +371,10 @@ bool Builder::ExtractDeps(Edge* edge, JobExit* result, const std::string& deps_t
                           std::string* err) {
   std::vector<std::string> paths;
   if (deps_type == "msvc") {
-    result->output = FilterShowIncludes(result->output, edge->GetBinding("msvc_deps_prefix"), &paths);
+    ShowIncludes parsed;
+    if (!ParseShowIncludes(result->output, edge->GetBinding("msvc_deps_prefix"), &parsed, err)) return false;
+    result->output = std::move(parsed.output);
+    paths = std::move(parsed.includes);
   } else if (deps_type == "gcc") {
     std::string depfile = edge->GetUnescapedDepfile();
     if (depfile.empty()) {
