@@ -1,9 +1,11 @@
-// Critical-path weights: each job's weight is its own cost plus the heaviest weight among its dependents.
+// Scheduling priorities over a job DAG: the cost of each job by mode, weighed along the shared critical path.
 #include "headroom/admission/priority.h"
 
 #include <algorithm>
 
 #include <fmt/format.h>
+
+#include "headroom/plan/critical_path.h"
 
 namespace headroom {
 namespace {
@@ -38,6 +40,26 @@ std::vector<double> OwnCosts(const std::vector<PriorityJob>& jobs, PriorityMode 
   return costs;
 }
 
+// Kahn's algorithm: every job after all the jobs it depends on; nullopt when a cycle leaves some unplaced.
+std::optional<std::vector<uint32_t>> ProducersFirst(const std::vector<std::vector<uint32_t>>& dependents,
+                                                    const std::vector<std::vector<uint32_t>>& dependencies) {
+  std::vector<uint32_t> pending(dependencies.size());
+  std::vector<uint32_t> order;
+  order.reserve(dependencies.size());
+  for (uint32_t j = 0; j < dependencies.size(); ++j) {
+    pending[j] = static_cast<uint32_t>(dependencies[j].size());
+    if (pending[j] == 0) order.push_back(j);
+  }
+  // `order` doubles as the queue: jobs are appended once ready and read in turn.
+  for (size_t next = 0; next < order.size(); ++next) {
+    for (uint32_t k : dependents[order[next]]) {
+      if (--pending[k] == 0) order.push_back(k);
+    }
+  }
+  if (order.size() != dependencies.size()) return std::nullopt;
+  return order;
+}
+
 }  // namespace
 
 std::optional<std::vector<double>> ComputePriorities(const std::vector<std::vector<uint32_t>>& dependents,
@@ -48,43 +70,29 @@ std::optional<std::vector<double>> ComputePriorities(const std::vector<std::vect
     *error = fmt::format("priority: {} adjacency lists for {} jobs", dependents.size(), n);
     return std::nullopt;
   }
-  // Kahn's algorithm on the reversed graph: a job is finished once all its dependents are.
-  std::vector<uint32_t> pending(n, 0);
-  for (size_t j = 0; j < n; ++j) {
+  std::vector<std::vector<uint32_t>> dependencies(n);
+  for (uint32_t j = 0; j < n; ++j) {
     for (uint32_t k : dependents[j]) {
       if (k >= n) {
         *error = fmt::format("priority: job {} has an out-of-range dependent {}", j, k);
         return std::nullopt;
       }
-    }
-    pending[j] = static_cast<uint32_t>(dependents[j].size());
-  }
-  std::vector<std::vector<uint32_t>> dependencies(n);
-  for (uint32_t j = 0; j < n; ++j) {
-    for (uint32_t k : dependents[j]) dependencies[k].push_back(j);
-  }
-  std::vector<double> costs = OwnCosts(jobs, mode, budget_bytes);
-  std::vector<double> weights(n, 0.0);
-  std::vector<uint32_t> queue;
-  for (uint32_t j = 0; j < n; ++j) {
-    if (pending[j] == 0) queue.push_back(j);
-  }
-  size_t done = 0;
-  while (!queue.empty()) {
-    uint32_t j = queue.back();
-    queue.pop_back();
-    ++done;
-    double below = 0.0;
-    for (uint32_t k : dependents[j]) below = std::max(below, weights[k]);
-    weights[j] = costs[j] + below;
-    for (uint32_t d : dependencies[j]) {
-      if (--pending[d] == 0) queue.push_back(d);
+      dependencies[k].push_back(j);
     }
   }
-  if (done != n) {
+  std::optional<std::vector<uint32_t>> order = ProducersFirst(dependents, dependencies);
+  if (!order) {
     *error = "priority: the job graph has a cycle";
     return std::nullopt;
   }
+  std::vector<double> costs = OwnCosts(jobs, mode, budget_bytes);
+  std::vector<double> weights(n, 0.0);
+  AccumulateCriticalPath(
+      *order, [&](uint32_t j) { return costs[j]; },
+      [&](uint32_t j, const auto& visit) {
+        for (uint32_t d : dependencies[j]) visit(d);
+      },
+      [&](uint32_t j) -> double& { return weights[j]; });
   return weights;
 }
 

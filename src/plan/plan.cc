@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "headroom/plan/critical_path.h"
 #include "headroom/scan/scan.h"
 #include "headroom/util/metrics.h"
 
@@ -84,18 +85,14 @@ void Plan::ComputeCriticalPath(const std::function<int64_t(const Edge*)>& edge_c
   std::unordered_set<Edge*> seen;
   std::vector<Edge*> order;
   for (const Node* target : targets_) TopologicalVisit(target, &seen, &order);
-  for (Edge* edge : order) edge->critical_path_weight = edge_cost(edge);
-  // Consumers come after producers in `order`, so walking it backwards pushes each consumer's
-  // weight down to its producers before they pass it on.
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    Edge* edge = *it;
-    for (const Node* input : edge->inputs) {
-      Edge* producer = input->in_edge;
-      if (!producer) continue;
-      int64_t through_edge = edge->critical_path_weight + edge_cost(producer);
-      producer->critical_path_weight = std::max(producer->critical_path_weight, through_edge);
-    }
-  }
+  AccumulateCriticalPath(
+      order, [&](const Edge* edge) { return edge_cost(edge); },
+      [](const Edge* edge, const auto& visit) {
+        for (const Node* input : edge->inputs) {
+          if (input->in_edge) visit(input->in_edge);
+        }
+      },
+      [](Edge* edge) -> int64_t& { return edge->critical_path_weight; });
 }
 
 void Plan::ScheduleInitialEdges() {

@@ -95,6 +95,19 @@ TEST_F(BuildTest, BuildsMissingOutputsInDependencyOrder) {
   EXPECT_TRUE(fs_.Exists("out"));
 }
 
+TEST_F(BuildTest, LongestChainStartsFirstThenManifestOrder) {
+  // Critical-path weights (plan/critical_path.h): a1 3, a2 2, b and a3 1, the phony 0. With -j1 the chain
+  // runs first although b comes first in the manifest; b ties with a3 and is older, so it runs before it.
+  Parse(
+      "rule touch\n  command = touch $out\n"
+      "build b: touch\n"
+      "build a1: touch\n"
+      "build a2: touch a1\n"
+      "build a3: touch a2\n"
+      "build all: phony b a3\n");
+  EXPECT_EQ((std::vector<std::string>{"touch a1", "touch a2", "touch b", "touch a3"}), RunAndCollect("all"));
+}
+
 TEST_F(BuildTest, SecondBuildIsNoOpAndEditRebuildsOnlyDependents) {
   Parse(
       "rule touch\n  command = touch $out\n"
