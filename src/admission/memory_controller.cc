@@ -126,9 +126,7 @@ int64_t MemoryController::EdgeCost(const Edge* edge) {
 }
 
 MemoryReading MemoryController::Read() {
-  MemoryReading reading = parts_.probe->Read(parts_.clock->NowMs());
-  if (reading.used_bytes > decisions_.peak_used_bytes) decisions_.peak_used_bytes = reading.used_bytes;
-  return reading;
+  return parts_.probe->Read(parts_.clock->NowMs());
 }
 
 std::vector<RunningJob> MemoryController::RunningJobs() const {

@@ -88,7 +88,6 @@ void AddDecisions(MemoryDecisions* total, const MemoryDecisions& pass) {
   total->oom_kills += pass.oom_kills;
   total->requeues += pass.requeues;
   total->over_budget_starts += pass.over_budget_starts;
-  total->peak_used_bytes = std::max(total->peak_used_bytes, pass.peak_used_bytes);
   if (pass.budget_bytes) total->budget_bytes = pass.budget_bytes;
 }
 

@@ -15,7 +15,6 @@ struct MemoryDecisions {
   int oom_kills = 0;
   int requeues = 0;
   int over_budget_starts = 0;    // jobs started alone although they did not fit
-  uint64_t peak_used_bytes = 0;  // the largest memory in use seen while the build ran
   uint64_t budget_bytes = 0;
   bool anything_happened() const {
     return jobs_waited || freezes || safety_kills || oom_kills || requeues || over_budget_starts;
