@@ -55,6 +55,7 @@ MemoryController::MemoryController(Parts parts, const MemoryConfig& config, bool
   }
   budget_bytes_ = policy_.Budget(first);
   decisions_.budget_bytes = budget_bytes_;
+  ArmGuard(first);
   PrintWarnings();
 }
 
@@ -220,6 +221,7 @@ JobStartOptions MemoryController::PrepareJob(Edge* edge) {
 
 void MemoryController::JobStarted(Edge* edge, JobId id, ProcessRunner* runner) {
   const int64_t now = parts_.clock->NowMs();
+  runner_ = runner;
   EdgeState& state = StateFor(edge);
   Running running;
   running.edge = edge;
@@ -260,6 +262,7 @@ void MemoryController::Tick(ProcessRunner* runner) {
   const MemoryReading reading = Read();
   pass_reading_ = reading;
   pass_reading_ms_ = now;
+  CheckGuard(now, runner);
   for (const SafetyAction& action : safety_.Decide(reading, RunningJobs(), now)) ApplySafetyAction(action, runner);
   RecordSample(reading, now);
   PublishStatus(reading);
@@ -269,6 +272,8 @@ void MemoryController::Tick(ProcessRunner* runner) {
 void MemoryController::ApplySafetyAction(const SafetyAction& action, ProcessRunner* runner) {
   Running* running = FindByKey(action.job_id);
   if (!running) return;
+  // A job already killed (by the guard or the net) is on its way out: frozen, it would not die.
+  if (running->safety_killed && action.kind != SafetyAction::Kind::kThaw) return;
   switch (action.kind) {
     case SafetyAction::Kind::kFreeze:
       if (running->job.frozen) return;
@@ -384,11 +389,66 @@ void MemoryController::BuildEnded() {
   // Whatever still runs here is being aborted; its measurements do not teach anything, but the
   // timeline keeps it, as the job the build stopped in the middle of.
   const int64_t now = parts_.clock->NowMs();
+  if (!running_.empty()) ReleaseGuardForAbort();
   for (const auto& [id, running] : running_) {
     const uint64_t peak = std::max(parts_.meter->PeakSoFar(running.meter_key), running.job.peak_rss);
     RecordJobEnd(running, now, peak, "sampled", "interrupted", -1);
   }
   running_.clear();
+}
+
+// --- build guard -------------------------------------------------------------------------------------
+
+bool MemoryController::guard_active() const { return guard_ != nullptr && guard_->armed(); }
+
+// The build's cgroup is capped at the budget, or at what was available when the build began if that is
+// less (a cap above what is free would let the enclosing cgroup's, or the machine's, OOM killer act first).
+void MemoryController::ArmGuard(const MemoryReading& first) {
+  constexpr uint64_t kMinGuardBytes = 64ull << 20;
+  uint64_t limit = budget_bytes_;
+  if (first.available_bytes > 0) limit = std::min(limit, std::max(first.available_bytes, kMinGuardBytes));
+  std::string why_not;
+  guard_ = parts_.meter->ArmGuard(limit, &why_not);
+  decisions_.guard = guard_ ? guard_->Describe()
+                            : "no build guard: " + why_not +
+                                  "; the kernel's OOM killer stays in charge when a job outgrows its estimate";
+  if (parts_.meter->FirstGuardAnnouncement()) Explain(decisions_.guard);
+}
+
+// Tasks that wait at the guard's limit (or are throttled at memory.high) get memory only when a job ends:
+// the youngest one that holds real memory is killed and requeued, one kill at a time.
+void MemoryController::CheckGuard(int64_t now, ProcessRunner* runner) {
+  if (!guard_active()) return;
+  const GuardCheck check = guard_->Check(now);
+  if (!check.stalled) {
+    guard_stalled_ = false;
+    return;
+  }
+  if (!guard_stalled_) ++decisions_.guard_stalls;
+  guard_stalled_ = true;
+  bool kill_in_flight = false;
+  for (const auto& [id, running] : running_) kill_in_flight |= running.safety_killed;
+  const std::vector<RunningJob> jobs = RunningJobs();
+  const std::optional<uint64_t> victim = ChooseGuardVictim(jobs, kill_in_flight, guard_->limit_bytes() / 32);
+  if (!victim) return;
+  ++decisions_.guard_kills;
+  ApplySafetyAction(SafetyAction{SafetyAction::Kind::kKill, *victim, check.detail + "; killing the youngest job"},
+                    runner);
+}
+
+// The build is stopping with jobs still running: lift the cap and thaw them first, so that none waits at
+// the limit or sits frozen while the runner signals and waits for it.
+void MemoryController::ReleaseGuardForAbort() {
+  if (guard_) guard_->Release();
+  for (auto& [id, running] : running_) {
+    if (!running.job.frozen) continue;
+    if (running.frozen_by_signal) {
+      if (runner_) runner_->SignalJob(running.runner_id, SIGCONT);
+    } else {
+      parts_.meter->Thaw(running.meter_key);
+    }
+    running.job.frozen = false;
+  }
 }
 
 void MemoryController::RecordJobStart(Running* running, const EdgeState& state, int64_t now) {

@@ -73,6 +73,15 @@ std::vector<SafetyAction> SafetyNet::Decide(const MemoryReading& reading, std::s
   return actions;
 }
 
+std::optional<uint64_t> ChooseGuardVictim(std::span<const RunningJob> running, bool kill_in_flight,
+                                          uint64_t meaningful_bytes) {
+  if (running.empty() || kill_in_flight) return std::nullopt;
+  for (size_t i = running.size(); i-- > 1;) {
+    if (running[i].rss >= meaningful_bytes) return running[i].id;
+  }
+  return running.back().id;
+}
+
 RequeueDecision DecideRequeue(int failures, uint64_t observed_peak, uint64_t previous_estimate, uint64_t budget,
                               bool killed_by_kernel, const RequeueConfig& config) {
   uint64_t raised = std::max(previous_estimate,

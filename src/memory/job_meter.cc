@@ -28,11 +28,10 @@ JobMeter::JobMeter(const CgroupLayout& layout, JobMeterOptions options)
       sampler_(options_.root + "/proc", options_.full_rescan_every),
       system_oom_(options_.root) {
   if (!options_.use_cgroups) return;
-  std::string err;
-  cgroups_ = JobCgroups::Create(DefaultJobCgroupsOptions(layout), &err);
+  cgroups_ = JobCgroups::Create(DefaultJobCgroupsOptions(layout), &cgroups_error_);
   if (!cgroups_) {
     warnings_.push_back(
-        fmt::format("per-job cgroups unavailable ({}); measuring jobs by sampling /proc", err));
+        fmt::format("per-job cgroups unavailable ({}); measuring jobs by sampling /proc", cgroups_error_));
   }
 }
 
@@ -165,6 +164,27 @@ JobMemoryResult JobMeter::Finish(const JobExit& exit) {
 void JobMeter::RetryPendingRemovals() {
   std::string err;
   std::erase_if(pending_removals_, [&](int key) { return cgroups_->RemoveJob(key, &err); });
+}
+
+BuildGuard* JobMeter::ArmGuard(uint64_t limit_bytes, std::string* why_not) {
+  if (guard_) return guard_.get();
+  if (!cgroups_) {
+    *why_not = cgroups_error_.empty() ? "no per-job cgroups" : "no per-job cgroups (" + cgroups_error_ + ")";
+    return nullptr;
+  }
+  // One attempt per process: a regeneration pass and the build share the per-build cgroup.
+  if (!guard_error_.empty()) {
+    *why_not = guard_error_;
+    return nullptr;
+  }
+  BuildGuardOptions options;
+  options.version = cgroups_->version();
+  options.group_dir = cgroups_->build_dir();
+  options.v1_freezer_group_dir = cgroups_->freezer_build_dir();
+  options.limit_bytes = limit_bytes;
+  guard_ = BuildGuard::Arm(options, &guard_error_);
+  if (!guard_) *why_not = guard_error_;
+  return guard_.get();
 }
 
 std::vector<std::string> JobMeter::TakeWarnings() {

@@ -74,6 +74,13 @@ std::string HeavyJobLine(const TimelineJob& job) {
   return line;
 }
 
+// What protected the build from the kernel's OOM killer, and what that cost.
+std::string GuardLine(const MemoryDecisions& decisions) {
+  if (decisions.guard_stalls == 0) return decisions.guard;
+  return decisions.guard + "; stalled at the limit " + Counted(decisions.guard_stalls, "time", "times") + ", " +
+         Counted(decisions.guard_kills, "job", "jobs") + " killed and requeued";
+}
+
 }  // namespace
 
 bool SummaryWanted(const MemoryDecisions& decisions, bool verbose) {
@@ -89,11 +96,15 @@ void AddDecisions(MemoryDecisions* total, const MemoryDecisions& pass) {
   total->requeues += pass.requeues;
   total->over_budget_starts += pass.over_budget_starts;
   if (pass.budget_bytes) total->budget_bytes = pass.budget_bytes;
+  total->guard_stalls += pass.guard_stalls;
+  total->guard_kills += pass.guard_kills;
+  if (!pass.guard.empty()) total->guard = pass.guard;
 }
 
 std::vector<std::string> SummaryLines(const BuildTimeline& timeline, const MemoryDecisions& decisions) {
   std::vector<std::string> lines{PeakLine(BuildPeakBytes(timeline), decisions), WaitLine(decisions)};
   if (std::string safety = SafetyLine(decisions); !safety.empty()) lines.push_back(safety);
+  if (!decisions.guard.empty()) lines.push_back(GuardLine(decisions));
   std::vector<const TimelineJob*> heaviest = HeaviestJobs(timeline, kHeaviestShown);
   if (!heaviest.empty()) {
     lines.push_back(heaviest.size() == 1 ? "heaviest job:" : "heaviest jobs:");

@@ -54,6 +54,9 @@ class MemoryController : public JobController {
   void set_timeline(BuildTimeline* timeline) { timeline_ = timeline; }
 
   const MemoryDecisions& decisions() const { return decisions_; }
+  // True while the build guard caps the build's cgroup (build_guard.h): a job that outgrows its estimate
+  // then costs a headroom kill and requeue, never a kernel OOM kill, so admission may bet on a job fitting.
+  bool guard_active() const;
   uint64_t budget_bytes() const { return budget_bytes_; }
 
  private:
@@ -125,6 +128,13 @@ class MemoryController : public JobController {
   int waiting_now_ = 0;
   int64_t last_tick_ms_ = -1;  // when Tick last sampled
   MemoryDecisions decisions_;
+  // --- build guard (build_guard.h): armed in the constructor, checked each tick, released on abort ---
+  void ArmGuard(const MemoryReading& first);
+  void CheckGuard(int64_t now, ProcessRunner* runner);
+  void ReleaseGuardForAbort();
+  BuildGuard* guard_ = nullptr;      // owned by the meter; nullptr: no guard
+  ProcessRunner* runner_ = nullptr;  // the last runner seen, to continue SIGSTOPped jobs on abort
+  bool guard_stalled_ = false;       // the last check found a stall (counts episodes, not ticks)
   BuildTimeline* timeline_ = nullptr;
 };
 

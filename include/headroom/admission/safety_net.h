@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -47,6 +48,13 @@ class SafetyNet {
   SafetyConfig config_;
   int64_t critical_since_ms_ = -1;
 };
+
+// The build guard found the build stalled at its limit (build_guard.h): which running job to kill and
+// requeue. `running` is ordered oldest first. The youngest job holding at least `meaningful_bytes` (killing
+// a job that holds almost nothing frees almost nothing), else the youngest; the oldest only when it runs
+// alone (then it cannot fit at all). nullopt while an earlier kill is still freeing its memory.
+std::optional<uint64_t> ChooseGuardVictim(std::span<const RunningJob> running, bool kill_in_flight,
+                                          uint64_t meaningful_bytes);
 
 struct RequeueConfig {
   int max_attempts = 3;           // total runs allowed; the last ones run alone.

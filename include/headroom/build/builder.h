@@ -45,7 +45,8 @@ class JobController {
   virtual int TickIntervalMs() const { return -1; }
   // Periodic work while jobs run; may signal or kill jobs through the runner.
   virtual void Tick(ProcessRunner* runner) {}
-  // The build ended (successfully or not).
+  // The build ended (successfully or not). When it stops early this comes before the jobs still
+  // running are signalled and waited for, so a controller can release any it holds.
   virtual void BuildEnded() {}
 };
 

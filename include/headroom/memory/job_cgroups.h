@@ -70,6 +70,7 @@ class JobCgroups {
 
   CgroupVersion version() const { return options_.version; }
   const std::string& build_dir() const { return build_dir_; }
+  const std::string& freezer_build_dir() const { return freezer_build_dir_; }  // v1; "" without a freezer
 
  private:
   struct Job {

@@ -8,9 +8,11 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "headroom/exec/process_runner.h"
+#include "headroom/memory/build_guard.h"
 #include "headroom/memory/cgroup_layout.h"
 #include "headroom/memory/job_cgroups.h"
 #include "headroom/memory/oom_attribution.h"
@@ -69,6 +71,13 @@ class JobMeter {
   JobMemoryResult Finish(const JobExit& exit);
   std::vector<std::string> TakeWarnings();
 
+  // The build guard over the per-build cgroup, capped at `limit_bytes` (build_guard.h). Returns it, or
+  // nullptr with *why_not saying why the build runs unguarded. A second call keeps the armed guard.
+  BuildGuard* ArmGuard(uint64_t limit_bytes, std::string* why_not);
+  BuildGuard* guard() { return guard_.get(); }
+  // True the first time it is asked: the guard (or its absence) is explained once per run, not per pass.
+  bool FirstGuardAnnouncement() { return !std::exchange(guard_announced_, true); }
+
  private:
   struct Job {
     bool in_cgroup = false;
@@ -83,6 +92,10 @@ class JobMeter {
 
   JobMeterOptions options_;
   std::unique_ptr<JobCgroups> cgroups_;
+  std::string cgroups_error_;          // why there are no per-job cgroups
+  std::unique_ptr<BuildGuard> guard_;  // after cgroups_: released before the group is removed
+  std::string guard_error_;
+  bool guard_announced_ = false;
   ProcessGroupSampler sampler_;
   SystemOomCounter system_oom_;
   std::optional<uint64_t> system_oom_kills_;  // as of the last Sample()

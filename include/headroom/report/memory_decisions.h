@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace headroom {
 
@@ -16,6 +17,9 @@ struct MemoryDecisions {
   int requeues = 0;
   int over_budget_starts = 0;    // jobs started alone although they did not fit
   uint64_t budget_bytes = 0;
+  int guard_stalls = 0;          // times the build guard found the build stalled at its limit
+  int guard_kills = 0;           // jobs killed (and requeued) to end such a stall; also in safety_kills
+  std::string guard;             // "build guard: ..." or "no build guard: ...", for the summary
   bool anything_happened() const {
     return jobs_waited || freezes || safety_kills || oom_kills || requeues || over_budget_starts;
   }

@@ -1,0 +1,324 @@
+// BuildGuard: caps the per-build cgroup (v1 limit + OOM killer off + eventfd, v2 memory.high/max), tells
+// when the build is stalled at its limit, and undoes all of it on release or, via a watcher, on death.
+#include "headroom/memory/build_guard.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "headroom/memory/memory_parsers.h"
+#include "headroom/util/byte_size.h"
+
+namespace headroom {
+
+namespace {
+
+constexpr uint64_t kMinHighGapBytes = 16ull << 20;
+constexpr char kReleasedVerdict = 'r';  // headroom undid the guard itself: the watcher has nothing to do
+
+std::vector<std::string> ChildDirs(const std::string& dir) {
+  std::vector<std::string> children;
+  DIR* handle = opendir(dir.c_str());
+  if (handle == nullptr) return children;
+  while (dirent* entry = readdir(handle)) {
+    if (entry->d_name[0] == '.') continue;
+    std::string path = dir + "/" + entry->d_name;
+    if (entry->d_type == DT_DIR) children.push_back(std::move(path));
+  }
+  closedir(handle);
+  return children;
+}
+
+void ContinueTasks(const std::string& dir) {
+  std::string text, err;
+  if (!ReadWholeFile(dir + "/cgroup.procs", &text, &err)) return;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    if (auto pid = ParseSingleNumber(std::string_view(text).substr(start, end - start))) {
+      kill(static_cast<pid_t>(*pid), SIGCONT);
+    }
+    start = end + 1;
+  }
+}
+
+// The watcher: a child that outlives headroom, blocked on a pipe whose only writer is headroom. Any end
+// of headroom (exit, a signal, SIGKILL) closes the pipe; unless headroom first said it undid the guard
+// itself, the watcher undoes it, so no task stays paused at the limit or frozen. It leaves the terminal's
+// process group and ignores the interrupt signals, or a Ctrl-C would end it together with headroom.
+// Closing its descriptors (the write end of the ready pipe among them) tells headroom it is set up.
+[[noreturn]] void RunWatcher(int keepalive_fd, const GuardUndoPlan& plan) {
+  setpgid(0, 0);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU}) signal(sig, SIG_IGN);
+  // Holding headroom's stdout or a job's pipe open would keep its readers waiting for EOF.
+  long max_fd = sysconf(_SC_OPEN_MAX);
+  if (max_fd < 0 || max_fd > 65536) max_fd = 65536;
+  for (int fd = 0; fd < max_fd; ++fd) {
+    if (fd != keepalive_fd) close(fd);
+  }
+  char verdict = 0;
+  ssize_t n;
+  do {
+    n = read(keepalive_fd, &verdict, 1);
+  } while (n < 0 && errno == EINTR);
+  if (!(n == 1 && verdict == kReleasedVerdict)) UndoGuard(plan);
+  _exit(0);
+}
+
+}  // namespace
+
+void UndoGuard(const GuardUndoPlan& plan) {
+  if (plan.group_dir.empty()) return;
+  std::string ignored;
+  // Lifting the limit wakes tasks waiting at it; v1 also gets its OOM killer back (that write wakes the
+  // waiters too), so from here on the group behaves as it would without headroom.
+  if (plan.version == CgroupVersion::kV1) {
+    WriteWholeFile(plan.group_dir + "/memory.limit_in_bytes", "-1", &ignored);
+    WriteWholeFile(plan.group_dir + "/memory.oom_control", "0", &ignored);
+    if (!plan.v1_freezer_group_dir.empty()) {
+      for (const std::string& job : ChildDirs(plan.v1_freezer_group_dir)) {
+        WriteWholeFile(job + "/freezer.state", "THAWED", &ignored);
+      }
+    }
+  } else if (plan.version == CgroupVersion::kV2) {
+    WriteWholeFile(plan.group_dir + "/memory.high", "max", &ignored);
+    WriteWholeFile(plan.group_dir + "/memory.max", "max", &ignored);
+    for (const std::string& job : ChildDirs(plan.group_dir)) {
+      WriteWholeFile(job + "/cgroup.freeze", "0", &ignored);
+    }
+  }
+  // Jobs stopped with SIGSTOP (no freezer here) resume too.
+  for (const std::string& job : ChildDirs(plan.group_dir)) ContinueTasks(job);
+}
+
+std::unique_ptr<BuildGuard> BuildGuard::Arm(const BuildGuardOptions& options, std::string* err) {
+  if (options.version == CgroupVersion::kNone || options.group_dir.empty()) {
+    *err = "no per-build cgroup";
+    return nullptr;
+  }
+  if (options.limit_bytes == 0) {
+    *err = "no memory budget to cap the build at";
+    return nullptr;
+  }
+  std::unique_ptr<BuildGuard> guard(new BuildGuard(options));
+  // The watcher comes first: from the first write on, a death of headroom must be undone.
+  if (options.start_watcher && !guard->StartWatcher(err)) return nullptr;
+  bool ok = options.version == CgroupVersion::kV1 ? guard->ArmV1(err) : guard->ArmV2(err);
+  if (!ok) {
+    UndoGuard(guard->UndoPlan());
+    guard->DismissWatcher(kReleasedVerdict);
+    return nullptr;
+  }
+  guard->armed_ = true;
+  return guard;
+}
+
+BuildGuard::~BuildGuard() {
+  Release();
+  if (oom_eventfd_ >= 0) close(oom_eventfd_);
+  if (oom_control_fd_ >= 0) close(oom_control_fd_);
+}
+
+// v1: the limit on the group, the group's OOM killer off (the over-limit group's flag is what counts, so
+// the job cgroups below it pause as well), and an eventfd the kernel signals when tasks start waiting.
+bool BuildGuard::ArmV1(std::string* err) {
+  const std::string& dir = options_.group_dir;
+  if (!WriteWholeFile(dir + "/memory.limit_in_bytes", std::to_string(options_.limit_bytes), err) ||
+      !WriteWholeFile(dir + "/memory.oom_control", "1", err)) {
+    return false;
+  }
+  oom_control_ = KernelFile(dir + "/memory.oom_control");
+  // The notification only wakes a check sooner; under_oom is read every tick regardless, so failing to
+  // register (a fake tree, an old kernel) costs nothing but that.
+  oom_eventfd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  oom_control_fd_ = open((dir + "/memory.oom_control").c_str(), O_RDONLY | O_CLOEXEC);
+  if (oom_eventfd_ >= 0 && oom_control_fd_ >= 0) {
+    std::string ignored;
+    WriteWholeFile(dir + "/cgroup.event_control", fmt::format("{} {}", oom_eventfd_, oom_control_fd_), &ignored);
+  }
+  return true;
+}
+
+// v2 has no switch for the OOM killer: memory.high below memory.max makes the kernel reclaim and throttle
+// the build's tasks first, and headroom frees memory while they are throttled.
+bool BuildGuard::ArmV2(std::string* err) {
+  const std::string& dir = options_.group_dir;
+  uint64_t gap = options_.v2_high_gap_bytes ? options_.v2_high_gap_bytes
+                                            : std::max(kMinHighGapBytes, options_.limit_bytes / 16);
+  high_bytes_ = options_.limit_bytes > 2 * gap ? options_.limit_bytes - gap : options_.limit_bytes / 2;
+  if (!WriteWholeFile(dir + "/memory.max", std::to_string(options_.limit_bytes), err) ||
+      !WriteWholeFile(dir + "/memory.high", std::to_string(high_bytes_), err)) {
+    return false;
+  }
+  events_ = KernelFile(dir + "/memory.events");
+  current_ = KernelFile(dir + "/memory.current");
+  pressure_ = KernelFile(dir + "/memory.pressure");
+  // Counters start where they are: only what happens under the guard counts.
+  std::string text, ignored;
+  if (events_.Read(&text, &ignored)) {
+    last_high_ = ParseKeyedValue(text, "high").value_or(0);
+    last_max_ = ParseKeyedValue(text, "max").value_or(0);
+    last_oom_ = ParseKeyedValue(text, "oom").value_or(0);
+    last_oom_kill_ = ParseKeyedValue(text, "oom_kill").value_or(0);
+  }
+  return true;
+}
+
+bool BuildGuard::StartWatcher(std::string* err) {
+  int fds[2], ready[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    *err = fmt::format("pipe for the guard's watcher: {}", strerror(errno));
+    return false;
+  }
+  if (pipe2(ready, O_CLOEXEC) != 0) {
+    *err = fmt::format("pipe for the guard's watcher: {}", strerror(errno));
+    close(fds[0]);
+    close(fds[1]);
+    return false;
+  }
+  const GuardUndoPlan plan = UndoPlan();
+  fflush(nullptr);  // nothing buffered may be written twice
+  pid_t pid = fork();
+  if (pid < 0) {
+    *err = fmt::format("cannot start the guard's watcher: {}", strerror(errno));
+    for (int fd : {fds[0], fds[1], ready[0], ready[1]}) close(fd);
+    return false;
+  }
+  if (pid == 0) {
+    close(fds[1]);
+    RunWatcher(fds[0], plan);
+  }
+  close(fds[0]);
+  close(ready[1]);
+  // Until the watcher has left the terminal's process group and ignores interrupts, a Ctrl-C would end it.
+  char byte;
+  while (read(ready[0], &byte, 1) < 0 && errno == EINTR) {
+  }
+  close(ready[0]);
+  watcher_pid_ = pid;
+  watcher_keepalive_fd_ = fds[1];
+  return true;
+}
+
+void BuildGuard::DismissWatcher(char verdict) {
+  if (watcher_keepalive_fd_ >= 0) {
+    if (verdict != 0) {
+      ssize_t ignored = write(watcher_keepalive_fd_, &verdict, 1);
+      (void)ignored;
+    }
+    close(watcher_keepalive_fd_);
+    watcher_keepalive_fd_ = -1;
+  }
+  if (watcher_pid_ > 0) {
+    int status;
+    while (waitpid(watcher_pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    watcher_pid_ = -1;
+  }
+}
+
+void BuildGuard::Release() {
+  if (armed_) UndoGuard(UndoPlan());
+  armed_ = false;
+  DismissWatcher(kReleasedVerdict);
+}
+
+void BuildGuard::AbandonWatcherForTest() { DismissWatcher(0); }
+
+GuardUndoPlan BuildGuard::UndoPlan() const {
+  return GuardUndoPlan{options_.version, options_.group_dir, options_.v1_freezer_group_dir};
+}
+
+GuardCheck BuildGuard::Check(int64_t now_ms) {
+  if (!armed_) return {};
+  return options_.version == CgroupVersion::kV1 ? CheckV1() : CheckV2(now_ms);
+}
+
+GuardCheck BuildGuard::CheckV1() {
+  GuardCheck check;
+  if (oom_eventfd_ >= 0) {
+    uint64_t events;
+    ssize_t ignored = read(oom_eventfd_, &events, sizeof events);  // drained; under_oom below decides
+    (void)ignored;
+  }
+  std::string text, err;
+  if (!oom_control_.Read(&text, &err)) return check;
+  if (ParseKeyedValue(text, "under_oom").value_or(0) != 0) {
+    check.stalled = true;
+    check.detail = fmt::format("the build's tasks wait at its {} limit", FormatBytes(options_.limit_bytes));
+  }
+  return check;
+}
+
+// Stalled: the group hit memory.max (its OOM killer may act next), or it is above memory.high, was throttled
+// since the last check, and its tasks spent a real share of that time stalled (PSI "some").
+GuardCheck BuildGuard::CheckV2(int64_t now_ms) {
+  GuardCheck check;
+  std::string text, err;
+  if (!events_.Read(&text, &err)) return check;
+  const uint64_t high = ParseKeyedValue(text, "high").value_or(last_high_);
+  const uint64_t max = ParseKeyedValue(text, "max").value_or(last_max_);
+  const uint64_t oom = ParseKeyedValue(text, "oom").value_or(last_oom_);
+  const uint64_t oom_kill = ParseKeyedValue(text, "oom_kill").value_or(last_oom_kill_);
+  check.kernel_oom_kills = oom_kill > last_oom_kill_ ? oom_kill - last_oom_kill_ : 0;
+  const bool hit_max = max > last_max_ || oom > last_oom_;
+  const bool throttled = high > last_high_;
+  last_high_ = high;
+  last_max_ = max;
+  last_oom_ = oom;
+  last_oom_kill_ = oom_kill;
+
+  uint64_t current = 0;
+  if (current_.Read(&text, &err)) current = ParseSingleNumber(text).value_or(0);
+  std::optional<double> pressure_pct;
+  if (pressure_.Read(&text, &err)) {
+    if (std::optional<PsiSnapshot> psi = ParsePsi(text)) {
+      if (last_pressure_total_us_ && last_check_ms_ >= 0 && now_ms > last_check_ms_ &&
+          psi->some.total_us >= *last_pressure_total_us_) {
+        double stalled_us = static_cast<double>(psi->some.total_us - *last_pressure_total_us_);
+        pressure_pct = stalled_us / 10.0 / static_cast<double>(now_ms - last_check_ms_);
+      } else {
+        pressure_pct = psi->some.avg10;
+      }
+      last_pressure_total_us_ = psi->some.total_us;
+    }
+  }
+  last_check_ms_ = now_ms;
+
+  const bool pressed = !pressure_pct || *pressure_pct >= options_.v2_stall_pressure_pct;
+  if (hit_max) {
+    check.stalled = true;
+    check.detail = fmt::format("the build reached its {} memory.max", FormatBytes(options_.limit_bytes));
+  } else if (throttled && current >= high_bytes_ && pressed) {
+    check.stalled = true;
+    check.detail = fmt::format("the build is throttled above its {} memory.high ({} in use{})",
+                               FormatBytes(high_bytes_), FormatBytes(current),
+                               pressure_pct ? fmt::format(", {:.0f}% stalled", *pressure_pct) : "");
+  }
+  return check;
+}
+
+std::string BuildGuard::Describe() const {
+  if (options_.version == CgroupVersion::kV1) {
+    return fmt::format("build guard: cgroup v1, jobs capped at {} with the kernel's OOM killer off for them; "
+                       "headroom chooses who is killed and requeued",
+                       FormatBytes(options_.limit_bytes));
+  }
+  return fmt::format("build guard: cgroup v2, jobs throttled above {} (memory.high) and capped at {} "
+                     "(memory.max); headroom kills and requeues before the kernel would",
+                     FormatBytes(high_bytes_), FormatBytes(options_.limit_bytes));
+}
+
+}  // namespace headroom

@@ -1,0 +1,426 @@
+// Tests for the build guard: arming, stall detection and undo over fake v1 and v2 trees, the watcher that
+// undoes the guard when its owner dies, victim choice, and real v1 cgroups (root: fail on CI, skip elsewhere).
+#include "headroom/memory/build_guard.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "headroom/admission/safety_net.h"
+#include "headroom/memory/job_cgroups.h"
+#include "headroom/memory/memory_parsers.h"
+#include "headroom/memory/memory_probe.h"
+#include "memory_test_support.h"
+
+namespace headroom {
+namespace {
+
+using memory_test::FakeRoot;
+using memory_test::kMiB;
+
+std::string ReadText(const std::string& path) {
+  std::string text, err;
+  ReadWholeFile(path, &text, &err);
+  return text;
+}
+
+bool ProcessExists(pid_t pid) { return pid > 0 && kill(pid, 0) == 0; }
+
+// --- cgroup v1 over a fake tree (the kernel's side is played by hand).
+
+struct FakeV1Build {
+  FakeRoot fake;
+  BuildGuardOptions options;
+  FakeV1Build() {
+    fake.Write("mem/hr/memory.limit_in_bytes", "9223372036854771712\n");
+    fake.Write("mem/hr/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 0\n");
+    fake.Write("mem/hr/cgroup.event_control", "");
+    fake.Write("mem/hr/job-1/cgroup.procs", "");
+    fake.Write("frz/hr/job-1/freezer.state", "FROZEN\n");
+    options.version = CgroupVersion::kV1;
+    options.group_dir = fake.Path("mem/hr");
+    options.v1_freezer_group_dir = fake.Path("frz/hr");
+    options.limit_bytes = 300 * kMiB;
+  }
+  void KernelSays(bool under_oom) {
+    fake.Write("mem/hr/memory.oom_control",
+               fmt::format("oom_kill_disable 1\nunder_oom {}\noom_kill 0\n", under_oom ? 1 : 0));
+  }
+};
+
+TEST(BuildGuardV1Test, ArmCapsTheGroupAndTurnsItsOomKillerOff) {
+  FakeV1Build build;
+  build.options.start_watcher = false;
+  std::string err;
+  auto guard = BuildGuard::Arm(build.options, &err);
+  ASSERT_NE(guard, nullptr) << err;
+  EXPECT_TRUE(guard->armed());
+  EXPECT_EQ(ReadText(build.fake.Path("mem/hr/memory.limit_in_bytes")), std::to_string(300 * kMiB));
+  EXPECT_EQ(ReadText(build.fake.Path("mem/hr/memory.oom_control")), "1");
+  EXPECT_NE(guard->Describe().find("cgroup v1"), std::string::npos) << guard->Describe();
+  EXPECT_NE(guard->Describe().find("300 MiB"), std::string::npos) << guard->Describe();
+}
+
+TEST(BuildGuardV1Test, UnderOomIsAStall) {
+  FakeV1Build build;
+  build.options.start_watcher = false;
+  std::string err;
+  auto guard = BuildGuard::Arm(build.options, &err);
+  ASSERT_NE(guard, nullptr) << err;
+  build.KernelSays(false);
+  EXPECT_FALSE(guard->Check(1000).stalled);
+  build.KernelSays(true);
+  GuardCheck check = guard->Check(1200);
+  EXPECT_TRUE(check.stalled);
+  EXPECT_NE(check.detail.find("300 MiB"), std::string::npos) << check.detail;
+  build.KernelSays(false);
+  EXPECT_FALSE(guard->Check(1400).stalled);
+}
+
+TEST(BuildGuardV1Test, ReleaseLiftsTheLimitRestoresTheOomKillerAndThaws) {
+  FakeV1Build build;
+  build.options.start_watcher = false;
+  std::string err;
+  auto guard = BuildGuard::Arm(build.options, &err);
+  ASSERT_NE(guard, nullptr) << err;
+  guard->Release();
+  EXPECT_FALSE(guard->armed());
+  EXPECT_EQ(ReadText(build.fake.Path("mem/hr/memory.limit_in_bytes")), "-1");
+  EXPECT_EQ(ReadText(build.fake.Path("mem/hr/memory.oom_control")), "0");
+  EXPECT_EQ(ReadText(build.fake.Path("frz/hr/job-1/freezer.state")), "THAWED");
+  build.KernelSays(true);
+  EXPECT_FALSE(guard->Check(2000).stalled) << "a released guard reports nothing";
+}
+
+TEST(BuildGuardV1Test, UnwritableGroupMeansNoGuard) {
+  FakeV1Build build;
+  build.options.group_dir = build.fake.Path("mem/missing");
+  std::string err;
+  EXPECT_EQ(BuildGuard::Arm(build.options, &err), nullptr);
+  EXPECT_NE(err.find("mem/missing"), std::string::npos) << err;
+}
+
+TEST(BuildGuardV1Test, NoGroupOrNoBudgetMeansNoGuard) {
+  std::string err;
+  BuildGuardOptions none;
+  EXPECT_EQ(BuildGuard::Arm(none, &err), nullptr);
+  EXPECT_FALSE(err.empty());
+  FakeV1Build build;
+  build.options.limit_bytes = 0;
+  EXPECT_EQ(BuildGuard::Arm(build.options, &err), nullptr);
+  EXPECT_NE(err.find("budget"), std::string::npos) << err;
+}
+
+// --- The watcher: the guard's owner dying (any way) must not leave the build capped and paused.
+
+TEST(BuildGuardWatcherTest, UndoesTheGuardWhenItsOwnerGoesAwayWithoutReleasing) {
+  FakeV1Build build;
+  std::string err;
+  auto guard = BuildGuard::Arm(build.options, &err);
+  ASSERT_NE(guard, nullptr) << err;
+  pid_t watcher = guard->watcher_pid();
+  ASSERT_GT(watcher, 0);
+  EXPECT_TRUE(ProcessExists(watcher));
+  EXPECT_EQ(ReadText(build.fake.Path("mem/hr/memory.oom_control")), "1");
+  // What headroom's death (SIGKILL included) does to the watcher: its keep-alive pipe closes, no verdict.
+  guard->AbandonWatcherForTest();
+  EXPECT_EQ(ReadText(build.fake.Path("mem/hr/memory.limit_in_bytes")), "-1");
+  EXPECT_EQ(ReadText(build.fake.Path("mem/hr/memory.oom_control")), "0");
+  EXPECT_EQ(ReadText(build.fake.Path("frz/hr/job-1/freezer.state")), "THAWED");
+  EXPECT_FALSE(ProcessExists(watcher)) << "the watcher was reaped";
+}
+
+TEST(BuildGuardWatcherTest, StandsDownWhenReleasedAndIsReaped) {
+  FakeV1Build build;
+  std::string err;
+  auto guard = BuildGuard::Arm(build.options, &err);
+  ASSERT_NE(guard, nullptr) << err;
+  pid_t watcher = guard->watcher_pid();
+  guard->Release();
+  EXPECT_EQ(guard->watcher_pid(), -1);
+  EXPECT_FALSE(ProcessExists(watcher));
+  EXPECT_EQ(ReadText(build.fake.Path("mem/hr/memory.oom_control")), "0");
+}
+
+TEST(BuildGuardWatcherTest, SurvivesTheInterruptSignalsOfItsProcessGroup) {
+  FakeV1Build build;
+  std::string err;
+  auto guard = BuildGuard::Arm(build.options, &err);
+  ASSERT_NE(guard, nullptr) << err;
+  pid_t watcher = guard->watcher_pid();
+  // A Ctrl-C reaches the terminal's foreground group; the watcher is in a group of its own and ignores it.
+  EXPECT_EQ(getpgid(watcher), watcher);
+  ASSERT_EQ(kill(watcher, SIGINT), 0);
+  ASSERT_EQ(kill(watcher, SIGTERM), 0);
+  ASSERT_EQ(kill(watcher, SIGHUP), 0);
+  int status;
+  EXPECT_EQ(waitpid(watcher, &status, WNOHANG), 0) << "the watcher died of an interrupt signal";
+  guard->AbandonWatcherForTest();
+  EXPECT_EQ(ReadText(build.fake.Path("mem/hr/memory.oom_control")), "0");
+}
+
+// --- cgroup v2 over a fake tree.
+
+struct FakeV2Build {
+  FakeRoot fake;
+  BuildGuardOptions options;
+  FakeV2Build() {
+    fake.Write("cg/hr/memory.max", "max\n");
+    fake.Write("cg/hr/memory.high", "max\n");
+    fake.Write("cg/hr/memory.current", "0\n");
+    Events(3, 0, 0, 0);  // counts from before the guard do not count
+    Pressure(1'000'000);
+    fake.Write("cg/hr/job-1/cgroup.freeze", "1\n");
+    fake.Write("cg/hr/job-1/cgroup.procs", "");
+    options.version = CgroupVersion::kV2;
+    options.group_dir = fake.Path("cg/hr");
+    options.limit_bytes = 1024 * kMiB;
+    options.start_watcher = false;
+  }
+  void Events(int high, int max, int oom, int oom_kill) {
+    fake.Write("cg/hr/memory.events", fmt::format("low 0\nhigh {}\nmax {}\noom {}\noom_kill {}\n", high, max, oom,
+                                                  oom_kill));
+  }
+  void Pressure(uint64_t some_total_us) {
+    fake.Write("cg/hr/memory.pressure",
+               fmt::format("some avg10=0.00 avg60=0.00 avg300=0.00 total={}\nfull avg10=0.00 avg60=0.00 "
+                           "avg300=0.00 total=0\n",
+                           some_total_us));
+  }
+  void Current(uint64_t bytes) { fake.Write("cg/hr/memory.current", std::to_string(bytes) + "\n"); }
+};
+
+TEST(BuildGuardV2Test, ArmPutsMemoryHighBelowMemoryMax) {
+  FakeV2Build build;
+  std::string err;
+  auto guard = BuildGuard::Arm(build.options, &err);
+  ASSERT_NE(guard, nullptr) << err;
+  EXPECT_EQ(ReadText(build.fake.Path("cg/hr/memory.max")), std::to_string(1024 * kMiB));
+  EXPECT_EQ(guard->high_bytes(), 960 * kMiB);  // a sixteenth below
+  EXPECT_EQ(ReadText(build.fake.Path("cg/hr/memory.high")), std::to_string(960 * kMiB));
+  EXPECT_NE(guard->Describe().find("memory.high"), std::string::npos) << guard->Describe();
+}
+
+TEST(BuildGuardV2Test, SmallLimitsKeepAtLeastSixteenMebibytesOfGap) {
+  FakeV2Build build;
+  build.options.limit_bytes = 100 * kMiB;
+  std::string err;
+  auto guard = BuildGuard::Arm(build.options, &err);
+  ASSERT_NE(guard, nullptr) << err;
+  EXPECT_EQ(guard->high_bytes(), 84 * kMiB);
+}
+
+TEST(BuildGuardV2Test, ThrottledAboveHighUnderPressureIsAStall) {
+  FakeV2Build build;
+  std::string err;
+  auto guard = BuildGuard::Arm(build.options, &err);
+  ASSERT_NE(guard, nullptr) << err;
+  EXPECT_FALSE(guard->Check(1000).stalled);  // first check: the PSI baseline
+  // 200 ms later: throttled since, above high, and stalled 100 ms of the 200 (50%).
+  build.Events(5, 0, 0, 0);
+  build.Current(1000 * kMiB);
+  build.Pressure(1'100'000);
+  GuardCheck check = guard->Check(1200);
+  EXPECT_TRUE(check.stalled);
+  EXPECT_NE(check.detail.find("memory.high"), std::string::npos) << check.detail;
+  EXPECT_NE(check.detail.find("50%"), std::string::npos) << check.detail;
+}
+
+TEST(BuildGuardV2Test, ThrottlingWithoutPressureOrBelowHighIsNoStall) {
+  FakeV2Build build;
+  std::string err;
+  auto guard = BuildGuard::Arm(build.options, &err);
+  ASSERT_NE(guard, nullptr) << err;
+  guard->Check(1000);
+  build.Events(5, 0, 0, 0);
+  build.Current(1000 * kMiB);
+  build.Pressure(1'002'000);  // 1% stalled: reclaim keeps up
+  EXPECT_FALSE(guard->Check(1200).stalled);
+  build.Events(7, 0, 0, 0);
+  build.Current(900 * kMiB);  // back under high
+  build.Pressure(1'200'000);
+  EXPECT_FALSE(guard->Check(1400).stalled);
+  build.Current(1000 * kMiB);  // above high, but no throttling since the last check
+  build.Pressure(1'300'000);
+  EXPECT_FALSE(guard->Check(1600).stalled);
+}
+
+TEST(BuildGuardV2Test, ThrottlingCountsAloneWithoutPressureFile) {
+  FakeV2Build build;
+  build.fake.Remove("cg/hr/memory.pressure");
+  std::string err;
+  auto guard = BuildGuard::Arm(build.options, &err);
+  ASSERT_NE(guard, nullptr) << err;
+  guard->Check(1000);
+  build.Events(4, 0, 0, 0);
+  build.Current(970 * kMiB);
+  EXPECT_TRUE(guard->Check(1200).stalled);
+}
+
+TEST(BuildGuardV2Test, ReachingMaxIsAStallAndKernelKillsAreCounted) {
+  FakeV2Build build;
+  std::string err;
+  auto guard = BuildGuard::Arm(build.options, &err);
+  ASSERT_NE(guard, nullptr) << err;
+  guard->Check(1000);
+  build.Events(3, 2, 1, 1);
+  GuardCheck check = guard->Check(1200);
+  EXPECT_TRUE(check.stalled);
+  EXPECT_EQ(check.kernel_oom_kills, 1u);
+  EXPECT_NE(check.detail.find("memory.max"), std::string::npos) << check.detail;
+  EXPECT_EQ(guard->Check(1400).kernel_oom_kills, 0u) << "each kill is reported once";
+}
+
+TEST(BuildGuardV2Test, ReleaseLiftsBothLimitsAndThawsJobs) {
+  FakeV2Build build;
+  std::string err;
+  auto guard = BuildGuard::Arm(build.options, &err);
+  ASSERT_NE(guard, nullptr) << err;
+  guard->Release();
+  EXPECT_EQ(ReadText(build.fake.Path("cg/hr/memory.max")), "max");
+  EXPECT_EQ(ReadText(build.fake.Path("cg/hr/memory.high")), "max");
+  EXPECT_EQ(ReadText(build.fake.Path("cg/hr/job-1/cgroup.freeze")), "0");
+}
+
+TEST(BuildGuardV2Test, WatcherUndoesV2TooWhenAbandoned) {
+  FakeV2Build build;
+  build.options.start_watcher = true;
+  std::string err;
+  auto guard = BuildGuard::Arm(build.options, &err);
+  ASSERT_NE(guard, nullptr) << err;
+  guard->AbandonWatcherForTest();
+  EXPECT_EQ(ReadText(build.fake.Path("cg/hr/memory.max")), "max");
+  EXPECT_EQ(ReadText(build.fake.Path("cg/hr/memory.high")), "max");
+  EXPECT_EQ(ReadText(build.fake.Path("cg/hr/job-1/cgroup.freeze")), "0");
+}
+
+// --- Who pays for a stall.
+
+RunningJob Job(uint64_t id, uint64_t rss) {
+  RunningJob job;
+  job.id = id;
+  job.rss = rss;
+  return job;
+}
+
+TEST(ChooseGuardVictimTest, YoungestJobHoldingRealMemory) {
+  std::vector<RunningJob> running = {Job(1, 500 * kMiB), Job(2, 200 * kMiB), Job(3, 1 * kMiB)};
+  EXPECT_EQ(ChooseGuardVictim(running, false, 10 * kMiB), std::optional<uint64_t>(2));
+}
+
+TEST(ChooseGuardVictimTest, YoungestWhenNoneButTheOldestHoldsMuch) {
+  std::vector<RunningJob> running = {Job(1, 500 * kMiB), Job(2, 1 * kMiB), Job(3, 2 * kMiB)};
+  EXPECT_EQ(ChooseGuardVictim(running, false, 10 * kMiB), std::optional<uint64_t>(3));
+}
+
+TEST(ChooseGuardVictimTest, TheOldestOnlyWhenItRunsAlone) {
+  std::vector<RunningJob> alone = {Job(7, 900 * kMiB)};
+  EXPECT_EQ(ChooseGuardVictim(alone, false, 10 * kMiB), std::optional<uint64_t>(7));
+}
+
+TEST(ChooseGuardVictimTest, NoSecondKillWhileOneIsFreeingMemory) {
+  std::vector<RunningJob> running = {Job(1, 500 * kMiB), Job(2, 200 * kMiB)};
+  EXPECT_EQ(ChooseGuardVictim(running, true, 10 * kMiB), std::nullopt);
+  EXPECT_EQ(ChooseGuardVictim({}, false, 10 * kMiB), std::nullopt);
+}
+
+// --- Real cgroup v1 (root): tasks wait at the limit instead of dying, and only headroom's choice frees them.
+
+class RealGuardTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    MemoryProbeOptions probe_options;
+    MemoryProbe probe(probe_options);
+    CgroupLayout layout = probe.layout();
+    HEADROOM_REQUIRE_OR_SKIP(layout.memory_version == CgroupVersion::kV1,
+                             "needs a cgroup v1 memory controller (the v2 guard is tested over fake trees)");
+    JobCgroupsOptions options = DefaultJobCgroupsOptions(layout);
+    options.build_name = fmt::format("headroom-guard-test-{}", getpid());
+    options.recycle_max_leftover_bytes = 0;
+    std::string err;
+    cgroups_ = JobCgroups::Create(options, &err);
+    HEADROOM_REQUIRE_OR_SKIP(cgroups_ != nullptr, "cannot create cgroups (root needed): " + err);
+    WriteWholeFile(cgroups_->build_dir() + "/memory.swappiness", "0", &err);
+  }
+
+  void TearDown() override {
+    guard_.reset();
+    cgroups_.reset();
+  }
+
+  void Arm(uint64_t limit) {
+    BuildGuardOptions options;
+    options.version = cgroups_->version();
+    options.group_dir = cgroups_->build_dir();
+    options.v1_freezer_group_dir = cgroups_->freezer_build_dir();
+    options.limit_bytes = limit;
+    std::string err;
+    guard_ = BuildGuard::Arm(options, &err);
+    ASSERT_NE(guard_, nullptr) << err;
+    ASSERT_GE(guard_->notify_fd(), 0);
+  }
+
+  // Blocks until the kernel signals that the group's tasks wait at the limit (the guard's eventfd).
+  void WaitForStall() {
+    pollfd fd{guard_->notify_fd(), POLLIN, 0};
+    ASSERT_EQ(poll(&fd, 1, 20'000), 1) << "tasks never reached the limit";
+    GuardCheck check = guard_->Check(0);
+    ASSERT_TRUE(check.stalled);
+  }
+
+  uint64_t OomKills(const std::string& dir) {
+    return ParseKeyedValue(ReadText(dir + "/memory.oom_control"), "oom_kill").value_or(0);
+  }
+
+  std::unique_ptr<JobCgroups> cgroups_;
+  std::unique_ptr<BuildGuard> guard_;
+};
+
+TEST_F(RealGuardTest, TasksWaitAtTheLimitAndKillingTheYoungestLetsTheOldestFinish) {
+  Arm(200 * kMiB);
+  std::string err;
+  std::string older_dir = cgroups_->CreateJob(1, &err);
+  std::string younger_dir = cgroups_->CreateJob(2, &err);
+  ASSERT_FALSE(older_dir.empty() || younger_dir.empty()) << err;
+  // The older one holds long enough for the younger to reach the limit beside it.
+  auto older = memory_test::StartMemhog({"--mb", "130", "--ramp-ms", "100", "--hold-ms", "3000"}, older_dir);
+  ASSERT_TRUE(memory_test::WaitForPeak(older));
+  auto younger = memory_test::StartMemhog({"--mb", "130", "--ramp-ms", "100", "--hold-ms", "100"}, younger_dir);
+  WaitForStall();
+  // Both would die under the kernel's OOM killer; here they wait, and no kill is counted anywhere.
+  EXPECT_EQ(OomKills(cgroups_->build_dir()) + OomKills(older_dir) + OomKills(younger_dir), 0u);
+  kill(-younger.pid, SIGKILL);
+  JobExit younger_exit = memory_test::ReapMemhog(younger, 2);
+  EXPECT_EQ(younger_exit.term_signal, SIGKILL);
+  JobExit older_exit = memory_test::ReapMemhog(older, 1);
+  EXPECT_TRUE(older_exit.exited_normally);
+  EXPECT_EQ(older_exit.exit_code, 0);
+  EXPECT_FALSE(guard_->Check(0).stalled);
+  EXPECT_EQ(OomKills(cgroups_->build_dir()) + OomKills(older_dir) + OomKills(younger_dir), 0u);
+  EXPECT_TRUE(cgroups_->RemoveJob(1, &err)) << err;
+  EXPECT_TRUE(cgroups_->RemoveJob(2, &err)) << err;
+}
+
+TEST_F(RealGuardTest, WatcherFreesAPausedTaskWhenTheGuardsOwnerIsGone) {
+  Arm(150 * kMiB);
+  std::string err;
+  std::string dir = cgroups_->CreateJob(1, &err);
+  ASSERT_FALSE(dir.empty()) << err;
+  auto hog = memory_test::StartMemhog({"--mb", "250", "--ramp-ms", "100", "--hold-ms", "100"}, dir);
+  WaitForStall();
+  // As if headroom were SIGKILLed: the watcher lifts the limit, and the task goes on as without headroom.
+  guard_->AbandonWatcherForTest();
+  EXPECT_EQ(ParseKeyedValue(ReadText(cgroups_->build_dir() + "/memory.oom_control"), "oom_kill_disable"), 0u);
+  JobExit exit = memory_test::ReapMemhog(hog, 1);
+  EXPECT_TRUE(exit.exited_normally);
+  EXPECT_EQ(exit.exit_code, 0);
+  EXPECT_EQ(ParseKeyedValue(ReadText(cgroups_->build_dir() + "/memory.oom_control"), "under_oom"), 0u);
+  EXPECT_TRUE(cgroups_->RemoveJob(1, &err)) << err;
+}
+
+}  // namespace
+}  // namespace headroom
