@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cstdlib>
+
 #include <string>
 
 #include <fmt/format.h>
@@ -51,5 +53,28 @@ void BM_HistoryLoad(benchmark::State& st) {
 }
 // {edges, records per edge}: one run of a 20k- and a 50k-edge build, and a 50k-edge history with 4 runs each.
 BENCHMARK(BM_HistoryLoad)->Args({20000, 1})->Args({50000, 1})->Args({50000, 4})->Unit(benchmark::kMillisecond);
+
+// Loads the file named by $HEADROOM_BENCH_HISTORY (bench/history_load.py sets it, next to a .ninja_log of the
+// same outputs that ninja loads in the same run); skipped when unset.
+void BM_HistoryLoadFile(benchmark::State& st) {
+  const char* path = std::getenv("HEADROOM_BENCH_HISTORY");
+  if (!path) {
+    st.SkipWithError("HEADROOM_BENCH_HISTORY is not set");
+    return;
+  }
+  size_t edges = 0;
+  for (auto _ : st) {
+    headroom::HistoryStore store;
+    std::string warning = store.LoadForReading(path);
+    if (!warning.empty()) {
+      st.SkipWithError(warning.c_str());
+      break;
+    }
+    edges = store.edge_count();
+    benchmark::DoNotOptimize(edges);
+  }
+  st.counters["edges"] = static_cast<double>(edges);
+}
+BENCHMARK(BM_HistoryLoadFile)->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -12,7 +12,7 @@ namespace {
 
 uint64_t Scale(uint64_t bytes, double factor) { return static_cast<uint64_t>(static_cast<double>(bytes) * factor); }
 
-int64_t MedianDuration(const std::vector<HistoryRecord>& records) {
+int64_t MedianDuration(const RecentRuns& records) {
   std::vector<int64_t> durations;
   for (const HistoryRecord& r : records) {
     if (!r.killed()) durations.push_back(r.duration_ms);

@@ -75,6 +75,78 @@ bool ParseCommandHash(std::string_view text, uint64_t* value) {
 bool IsPeakMethod(char c) { return c == 'u' || c == 'c' || c == 't' || c == 'r'; }
 bool IsOutcome(char c) { return c == 'c' || c == 'o' || c == 's'; }
 
+// The fields of a record line after "E<TAB>", split at each tab and converted with the general parsers:
+// class id, command hash, peak, duration, method, outcome; *output is what follows.
+bool SplitRecordFields(std::string_view line, uint32_t* class_id, uint64_t* hash, HistoryRecord* record,
+                       std::string_view* output) {
+  std::string_view field, method, outcome;
+  if (!NextField(&line, &field) || !ParseInt(field, class_id)) return false;
+  if (!NextField(&line, &field) || !ParseCommandHash(field, hash)) return false;
+  if (!NextField(&line, &field) || !ParseInt(field, &record->peak_bytes)) return false;
+  if (!NextField(&line, &field) || !ParseInt(field, &record->duration_ms) || record->duration_ms < 0) return false;
+  if (!NextField(&line, &method) || method.size() != 1 || !IsPeakMethod(method[0])) return false;
+  if (!NextField(&line, &outcome) || outcome.size() != 1 || !IsOutcome(outcome[0])) return false;
+  record->method = static_cast<PeakMethod>(method[0]);
+  record->outcome = static_cast<JobOutcome>(outcome[0]);
+  *output = line;
+  return true;
+}
+
+// Reads fields left to right as they are scanned: digits, then the tab that ends them.
+class FieldScanner {
+ public:
+  explicit FieldScanner(std::string_view text) : at_(text.data()), end_(text.data() + text.size()) {}
+
+  // 1..max_digits digits of `base` (10 or 16) and a tab.
+  bool Number(int base, size_t max_digits, uint64_t* value) {
+    const char* start = at_;
+    uint64_t result = 0;
+    for (int digit; at_ < end_ && (digit = digits_detail::kDigitValue[static_cast<unsigned char>(*at_)]) >= 0 &&
+                    digit < base;
+         ++at_) {
+      result = result * static_cast<uint64_t>(base) + static_cast<uint64_t>(digit);
+    }
+    const size_t count = static_cast<size_t>(at_ - start);
+    *value = result;
+    return count > 0 && count <= max_digits && Tab();
+  }
+  // One character and a tab.
+  bool Char(char* c) {
+    if (at_ == end_) return false;
+    *c = *at_++;
+    return Tab();
+  }
+  std::string_view Rest() const { return {at_, static_cast<size_t>(end_ - at_)}; }
+
+ private:
+  bool Tab() { return at_ < end_ && *at_++ == '\t'; }
+
+  const char* at_;
+  const char* end_;
+};
+
+// SplitRecordFields for the lines headroom writes, in one pass without a search for each tab (the costliest
+// step of loading). Digit counts stay below where a value could overflow; anything it declines (a 20-digit
+// number, a sign) goes to SplitRecordFields, so both accept exactly the same lines.
+bool ScanRecordFields(std::string_view line, uint32_t* class_id, uint64_t* hash, HistoryRecord* record,
+                      std::string_view* output) {
+  FieldScanner scan(line);
+  uint64_t id, peak, duration;
+  char method, outcome;
+  if (!scan.Number(10, 9, &id) || !scan.Number(16, 16, hash) || !scan.Number(10, 19, &peak) ||
+      !scan.Number(10, 18, &duration) || !scan.Char(&method) || !IsPeakMethod(method) || !scan.Char(&outcome) ||
+      !IsOutcome(outcome)) {
+    return false;
+  }
+  *class_id = static_cast<uint32_t>(id);
+  record->peak_bytes = peak;
+  record->duration_ms = static_cast<int64_t>(duration);
+  record->method = static_cast<PeakMethod>(method);
+  record->outcome = static_cast<JobOutcome>(outcome);
+  *output = scan.Rest();
+  return true;
+}
+
 std::string HeaderLine() { return fmt::format("{}{}\n", kMagic, kVersion); }
 
 std::string ClassLine(uint32_t id, std::string_view key) { return fmt::format("C\t{}\t{}\n", id, Escape(key)); }
@@ -85,6 +157,35 @@ std::string EdgeLine(std::string_view output, uint64_t command_hash, uint32_t cl
 }
 
 }  // namespace
+
+void RecentRuns::Add(const HistoryRecord& record) {
+  if (size_ == 0 && !more_) {
+    one_ = record;
+    size_ = 1;
+    return;
+  }
+  if (!more_) {  // a second run: move to the heap, where all of them stay from now on
+    more_ = std::make_unique<HistoryRecord[]>(kCapacity);
+    if (size_ == 1) more_[0] = one_;
+  }
+  if (size_ == kCapacity) {
+    std::move(more_.get() + 1, more_.get() + kCapacity, more_.get());
+    --size_;
+  }
+  more_[size_++] = record;
+}
+
+std::string_view NameArena::Add(std::string_view name) {
+  if (name.empty()) return {};
+  if (name.size() > kBlockSize - used_) {
+    blocks_.push_back(std::make_unique<char[]>(std::max(kBlockSize, name.size())));  // a long name fills its own
+    used_ = 0;
+  }
+  char* stored = blocks_.back().get() + used_;
+  std::copy(name.begin(), name.end(), stored);
+  used_ = std::min(kBlockSize, used_ + name.size());
+  return {stored, name.size()};
+}
 
 void ClassStats::Add(const HistoryRecord& record) {
   if (record.killed()) {
@@ -138,7 +239,7 @@ void HistoryStore::AddToMemory(std::string_view output, uint64_t command_hash, u
   const uint64_t hash = HashString(output);
   EdgeEntry* entry = edge_index_.Find(output, hash);
   if (!entry) {
-    entry = &edges_.emplace_back(std::string(output), EdgeHistory{});
+    entry = &edges_.emplace_back(names_.Add(output), EdgeHistory{});
     edge_index_.Insert(entry, hash);
   }
   EdgeHistory& edge = entry->second;
@@ -147,8 +248,7 @@ void HistoryStore::AddToMemory(std::string_view output, uint64_t command_hash, u
     edge.command_hash = command_hash;
   }
   edge.class_id = class_id;
-  if (edge.recent.size() == kRecentPerEdge) edge.recent.erase(edge.recent.begin());
-  edge.recent.push_back(record);
+  edge.recent.Add(record);
   classes_[class_id].Add(record);
 }
 
@@ -169,21 +269,16 @@ bool HistoryStore::ParseLine(std::string_view line) {
   uint32_t class_id;
   uint64_t hash;
   HistoryRecord record;
-  std::string_view method, outcome;
-  if (!NextField(&line, &field) || !ParseInt(field, &class_id) || class_id >= classes_.size()) return false;
-  if (!NextField(&line, &field) || !ParseCommandHash(field, &hash)) return false;
-  if (!NextField(&line, &field) || !ParseInt(field, &record.peak_bytes)) return false;
-  if (!NextField(&line, &field) || !ParseInt(field, &record.duration_ms) || record.duration_ms < 0) return false;
-  if (!NextField(&line, &method) || method.size() != 1 || !IsPeakMethod(method[0])) return false;
-  if (!NextField(&line, &outcome) || outcome.size() != 1 || !IsOutcome(outcome[0])) return false;
-  if (line.empty()) return false;
+  if (!ScanRecordFields(line, &class_id, &hash, &record, &line) &&
+      !SplitRecordFields(line, &class_id, &hash, &record, &line)) {
+    return false;
+  }
+  if (class_id >= classes_.size() || line.empty()) return false;
   std::string_view output = line;  // names rarely hold an escape: use the file's bytes directly.
   if (output.find('\\') != std::string_view::npos) {
     if (!Unescape(line, &unescaped_)) return false;
     output = unescaped_;
   }
-  record.method = static_cast<PeakMethod>(method[0]);
-  record.outcome = static_cast<JobOutcome>(outcome[0]);
   AddToMemory(output, hash, class_id, record);
   ++records_in_file_;
   return true;
@@ -203,8 +298,8 @@ std::string HistoryStore::Parse(std::string_view contents, bool* needs_rewrite) 
   }
   size_t pos = header_end + 1;
   size_t line_number = 1;
-  // At most one edge per line: sizing the index once saves every rehash of a large history.
-  edge_index_.Reserve(static_cast<size_t>(std::count(contents.begin() + static_cast<long>(pos), contents.end(), '\n')));
+  // The index grows as edges appear rather than being sized by the line count up front: a history holds
+  // up to kRecentPerEdge lines per edge, and a table sized for every line would stay mostly empty.
   while (pos < contents.size()) {
     ++line_number;
     size_t end = contents.find('\n', pos);

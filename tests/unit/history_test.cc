@@ -1,6 +1,7 @@
 // Tests for .headroom_history: round trips, append-only records, compaction, damage recovery, load speed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <cstdio>
@@ -101,6 +102,79 @@ TEST_F(HistoryTest, KeepsOnlyTheLastFewRunsPerEdgeAndClassAggregates) {
   ASSERT_TRUE(store.Record("a.o", 2, "K", Rec(1), &error));
   EXPECT_EQ(store.FindEdge("a.o", 1), nullptr);
   EXPECT_EQ(store.FindEdge("a.o", 2)->recent.size(), 1u);
+}
+
+TEST(RecentRunsTest, ReadsLikeAVectorFromTheFirstRunToTheLastFew) {
+  RecentRuns runs;
+  EXPECT_TRUE(runs.empty());
+  EXPECT_EQ(runs.begin(), runs.end());
+  for (uint64_t i = 1; i <= 11; ++i) {
+    runs.Add({i, static_cast<int64_t>(i), PeakMethod::kCgroup, JobOutcome::kCompleted});
+    ASSERT_EQ(runs.size(), std::min<size_t>(i, RecentRuns::kCapacity));
+    EXPECT_EQ(runs.back().peak_bytes, i);
+    EXPECT_EQ(runs.front().peak_bytes, i <= RecentRuns::kCapacity ? 1 : i - RecentRuns::kCapacity + 1);
+  }
+  uint64_t expected = 11 - RecentRuns::kCapacity + 1;
+  for (const HistoryRecord& record : runs) EXPECT_EQ(record.peak_bytes, expected++);
+  runs.clear();  // a new command
+  EXPECT_TRUE(runs.empty());
+  runs.Add({42, 1, PeakMethod::kRusage, JobOutcome::kOomKilled});
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].peak_bytes, 42u);
+  EXPECT_EQ(runs[0].outcome, JobOutcome::kOomKilled);
+}
+
+// Names are kept in shared blocks; one longer than a block, and many small ones, read back intact.
+TEST_F(HistoryTest, LongAndManyNamesSurviveAReload) {
+  const std::string long_name = "obj/" + std::string(70 * 1024, 'x') + ".o";
+  std::string error;
+  {
+    HistoryStore store;
+    ASSERT_EQ(store.Open(path_), "");
+    for (int i = 0; i < 3000; ++i) {
+      ASSERT_TRUE(store.Record(fmt::format("obj/dir{}/file{}.o", i % 7, i), 1, "K", Rec(i), &error));
+      if (i == 1500) ASSERT_TRUE(store.Record(long_name, 2, "K", Rec(7), &error));
+    }
+  }
+  HistoryStore store;
+  ASSERT_EQ(store.Open(path_), "");
+  EXPECT_EQ(store.edge_count(), 3001u);
+  ASSERT_NE(store.FindEdge(long_name, 2), nullptr);
+  EXPECT_EQ(store.FindEdge(long_name, 2)->recent[0].peak_bytes, 7u);
+  for (int i = 0; i < 3000; ++i) {
+    const EdgeHistory* edge = store.FindEdge(fmt::format("obj/dir{}/file{}.o", i % 7, i), 1);
+    ASSERT_NE(edge, nullptr) << i;
+    EXPECT_EQ(edge->recent[0].peak_bytes, static_cast<uint64_t>(i));
+  }
+  EXPECT_EQ(store.edges()[1501].first, long_name);
+}
+
+// Record lines written by hand: the fast reader takes headroom's own spelling, the general one the rest,
+// and both refuse the same damage.
+TEST_F(HistoryTest, RecordLinesOutsideHeadroomsSpellingStillReadTheSame) {
+  WriteFile("# headroom history v1\nC\t0\tK\n"
+            "E\t0\t00000000000000abc\t100\t5\tc\tc\ta.o\n"       // 17 hex digits with a leading zero
+            "E\t00000000000\t1\t00000000000000000000200\t6\tt\to\tb.o\n"  // long zero-padded numbers
+            "E\t0\tAbC\t300\t7\tr\ts\tc\\td.o\n");                // upper-case hex, an escaped name
+  HistoryStore store;
+  ASSERT_EQ(store.LoadForReading(path_), "");
+  ASSERT_NE(store.FindEdge("a.o", 0xabc), nullptr);
+  EXPECT_EQ(store.FindEdge("a.o", 0xabc)->recent[0].peak_bytes, 100u);
+  ASSERT_NE(store.FindEdge("b.o", 1), nullptr);
+  EXPECT_EQ(store.FindEdge("b.o", 1)->recent[0].peak_bytes, 200u);
+  EXPECT_EQ(store.FindEdge("b.o", 1)->recent[0].outcome, JobOutcome::kOomKilled);
+  ASSERT_NE(store.FindEdge("c\td.o", 0xabc), nullptr);
+  EXPECT_EQ(store.FindEdge("c\td.o", 0xabc)->recent[0].method, PeakMethod::kRusage);
+  for (const char* bad : {"E\t0\t1\t99999999999999999999\t5\tc\tc\tx.o\n",  // peak beyond 64 bits
+                          "E\t0\t1\t100\t-5\tc\tc\tx.o\n",                   // negative duration
+                          "E\t0\t1\t100\t5\tcc\tc\tx.o\n",                   // two-letter method
+                          "E\t0\t1\t100\t5\tc\tc\t\n",                       // no name
+                          "E\t1\t1\t100\t5\tc\tc\tx.o\n"}) {                 // unknown class
+    WriteFile(std::string("# headroom history v1\nC\t0\tK\n") + bad);
+    HistoryStore damaged;
+    EXPECT_NE(damaged.LoadForReading(path_).find("corrupt at line 3"), std::string::npos) << bad;
+    EXPECT_EQ(damaged.edge_count(), 0u) << bad;
+  }
 }
 
 TEST_F(HistoryTest, CompactsABloatedFileOnOpen) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <deque>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -30,11 +31,53 @@ struct HistoryRecord {
   bool killed() const { return outcome != JobOutcome::kCompleted; }
 };
 
-// The last few runs of one edge (first output path) with its current command.
+// The last few runs of one edge, oldest first, read like a vector. Most edges have run once since their
+// command last changed, so the first record lives inline: a 50k-edge history needs no allocation per edge.
+class RecentRuns {
+ public:
+  static constexpr size_t kCapacity = 8;
+
+  RecentRuns() = default;
+  RecentRuns(RecentRuns&&) noexcept = default;
+  RecentRuns& operator=(RecentRuns&&) noexcept = default;
+
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const HistoryRecord* begin() const { return data(); }
+  const HistoryRecord* end() const { return data() + size_; }
+  const HistoryRecord& operator[](size_t i) const { return data()[i]; }
+  const HistoryRecord& front() const { return data()[0]; }
+  const HistoryRecord& back() const { return data()[size_ - 1]; }
+
+  void clear() { size_ = 0; }
+  // Appends `record`, dropping the oldest when kCapacity are held.
+  void Add(const HistoryRecord& record);
+
+ private:
+  const HistoryRecord* data() const { return more_ ? more_.get() : &one_; }
+
+  HistoryRecord one_;                       // the only record while there has been one
+  std::unique_ptr<HistoryRecord[]> more_;   // all of them once a second arrives (kCapacity slots)
+  uint8_t size_ = 0;
+};
+
+// The history of one edge (first output path) with its current command.
 struct EdgeHistory {
   uint64_t command_hash = 0;
   uint32_t class_id = 0;
-  std::vector<HistoryRecord> recent;  // oldest first, at most HistoryStore::kRecentPerEdge.
+  RecentRuns recent;  // oldest first, at most HistoryStore::kRecentPerEdge.
+};
+
+// Output names stored back to back in blocks that never move, so entries and the index can point at them
+// without one allocation (and its header and rounding) per name.
+class NameArena {
+ public:
+  std::string_view Add(std::string_view name);
+
+ private:
+  static constexpr size_t kBlockSize = 64 * 1024;
+  std::vector<std::unique_ptr<char[]>> blocks_;
+  size_t used_ = kBlockSize;  // in the last block; full until the first Add
 };
 
 // Aggregates over completed jobs of one class (rule + tool + flags without file names).
@@ -65,7 +108,7 @@ class ClassStats {
 
 class HistoryStore {
  public:
-  static constexpr size_t kRecentPerEdge = 8;
+  static constexpr size_t kRecentPerEdge = RecentRuns::kCapacity;
   static constexpr const char* kFileName = ".headroom_history";
   // Compact at load when the file holds this many records and over 3x the live ones.
   static constexpr size_t kCompactMinRecords = 1000;
@@ -105,8 +148,8 @@ class HistoryStore {
     size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
   };
   using ClassIndex = std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>>;
-  // (output, history) in order of first appearance.
-  using EdgeEntry = std::pair<std::string, EdgeHistory>;
+  // (output, history) in order of first appearance; the output's bytes live in the store's name arena.
+  using EdgeEntry = std::pair<std::string_view, EdgeHistory>;
   const std::deque<EdgeEntry>& edges() const { return edges_; }
   const std::vector<ClassStats>& classes() const { return classes_; }
 
@@ -135,6 +178,7 @@ class HistoryStore {
   // allocations per new edge, where a node-based map needed four and missed the cache more.
   std::deque<EdgeEntry> edges_;
   FlatIndex<EdgeEntry, EntryOutput> edge_index_;
+  NameArena names_;
   std::string unescaped_;  // scratch for the rare escaped name while parsing.
   std::vector<ClassStats> classes_;
   ClassIndex class_index_;
