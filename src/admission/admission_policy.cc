@@ -58,6 +58,13 @@ uint64_t AdmissionPolicy::Reserve(uint64_t budget) const {
   return std::max(Scale(budget, config_.reserve_fraction), floor);
 }
 
+uint64_t AdmissionPolicy::AdmittedPeak(const Candidate& candidate, uint64_t budget) const {
+  if (!candidate.from_prior || budget == 0) return candidate.predicted_peak;
+  double share = config_.guarded ? config_.guarded_prior_cap : config_.unguarded_prior_cap;
+  uint64_t cap = Scale(SaturatingSub(budget, Reserve(budget)), share);
+  return std::max<uint64_t>(1, std::min(candidate.predicted_peak, cap));
+}
+
 uint64_t AdmissionPolicy::Headroom(const MemoryReading& reading, std::span<const RunningJob> running) const {
   uint64_t build_rss = 0;
   for (const RunningJob& job : running) build_rss += job.rss;
@@ -95,11 +102,12 @@ std::string AdmissionPolicy::StaggerWait(std::span<const RunningJob> running, co
   // and starting it now risks nothing. Priors, hints and thinly sampled classes can be off by any factor.
   bool roomy = candidate.measured && spare_after >= candidate.predicted_peak;
   for (const RunningJob& job : running) {
-    if (job.class_key != candidate.class_key || PeakIsBehind(job, now_ms)) continue;
-    if (candidate.unknown_heavy) {
-      return fmt::format("probing an unmeasured heavy class: waiting for job {} to peak (at {} so far)", job.id,
+    // An unmeasured family is probed by one member, whatever its defines; identical jobs are staggered.
+    if (candidate.unknown_heavy && job.family_key == candidate.family_key && !PeakIsBehind(job, now_ms)) {
+      return fmt::format("probing an unmeasured heavy family: waiting for job {} to peak (at {} so far)", job.id,
                          FormatBytes(job.peak_rss));
     }
+    if (job.class_key != candidate.class_key || PeakIsBehind(job, now_ms)) continue;
     if (!roomy && candidate.predicted_peak >= config_.heavy_threshold && now_ms - job.started_ms < config_.stagger_ms) {
       return fmt::format("staggering identical heavy jobs: job {} started {:.1f}s ago and has not peaked", job.id,
                          static_cast<double>(now_ms - job.started_ms) / 1000.0);
@@ -114,10 +122,10 @@ AdmissionDecision AdmissionPolicy::Decide(const MemoryReading& reading, std::spa
   if (budget == 0) return Admit("memory limit unknown: admission by CPU slots only");
   uint64_t reserve = Reserve(budget);
   uint64_t headroom = Headroom(reading, running);
-  uint64_t peak = candidate.predicted_peak;
-  // An unmeasured heavy class learns from its running probe: the next one needs at least what it reached.
+  uint64_t peak = AdmittedPeak(candidate, budget);
+  // An unmeasured heavy family learns from its running probe: the next one needs at least what it reached.
   for (const RunningJob& job : running) {
-    if (candidate.unknown_heavy && job.class_key == candidate.class_key) {
+    if (candidate.unknown_heavy && job.family_key == candidate.family_key) {
       peak = std::max(peak, static_cast<uint64_t>(static_cast<double>(job.peak_rss) * 1.1));
     }
   }
@@ -230,7 +238,8 @@ void AdmissionPass::AddRunning(const Candidate& candidate, bool over_budget) {
   RunningJob job;
   job.id = candidate.id;
   job.class_key = candidate.class_key;
-  job.predicted_peak = candidate.predicted_peak;
+  job.family_key = candidate.family_key;
+  job.predicted_peak = policy_.AdmittedPeak(candidate, policy_.Budget(reading_));
   job.started_ms = job.last_growth_ms = now_ms_;
   job.runs_alone = candidate.must_run_alone || over_budget;
   job.heavy = candidate.predicted_peak >= policy_.config().heavy_threshold;

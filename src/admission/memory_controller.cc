@@ -56,6 +56,12 @@ MemoryController::MemoryController(Parts parts, const MemoryConfig& config, bool
   budget_bytes_ = policy_.Budget(first);
   decisions_.budget_bytes = budget_bytes_;
   ArmGuard(first);
+  if (guard_active()) {
+    // Under the guard a lost bet costs a freeze or a requeue, never a kernel OOM kill: guesses may be bolder.
+    AdmissionConfig guarded = policy_.config();
+    guarded.guarded = true;
+    policy_ = AdmissionPolicy(guarded);
+  }
   PrintWarnings();
 }
 
@@ -141,8 +147,10 @@ Candidate MemoryController::CandidateFor(const Edge* edge, EdgeState& state, int
   Candidate candidate;
   candidate.id = edge->id;
   candidate.class_key = state.estimate.class_key;
+  candidate.family_key = state.estimate.family_key;
   candidate.predicted_peak = state.estimate.peak_bytes;
   candidate.unknown_heavy = state.estimate.unknown_heavy;
+  candidate.from_prior = state.estimate.source == EstimateSource::kPrior && state.requeue_floor == 0;
   candidate.measured = state.estimate.confident;
   candidate.must_run_alone = state.must_run_alone;
   candidate.ready_since_ms = state.waiting_since_ms >= 0 ? state.waiting_since_ms : now;
@@ -229,7 +237,9 @@ void MemoryController::JobStarted(Edge* edge, JobId id, ProcessRunner* runner) {
   running.meter_key = pending_meter_key_;
   running.job.id = static_cast<uint64_t>(pending_meter_key_);
   running.job.class_key = state.estimate.class_key;
-  running.job.predicted_peak = state.estimate.peak_bytes;
+  running.job.family_key = state.estimate.family_key;
+  // A guess is counted as admission counted it (capped to what the budget allows); evidence raises it.
+  running.job.predicted_peak = policy_.AdmittedPeak(CandidateFor(edge, state, now), budget_bytes_);
   running.job.started_ms = now;
   running.job.last_growth_ms = now;
   running.job.runs_alone = state.must_run_alone;

@@ -407,4 +407,41 @@ std::string JobClassKey(std::string_view rule, std::string_view command) {
   return key;
 }
 
+namespace {
+
+// "-DNAME=VALUE" -> "-DNAME"; "--define-macro=NAME=VALUE" -> "--define-macro=NAME"; anything else unchanged.
+std::string_view WithoutDefineValue(std::string_view word, size_t name_start) {
+  size_t eq = word.find('=', name_start);
+  return eq == std::string_view::npos ? word : word.substr(0, eq);
+}
+
+}  // namespace
+
+std::string FamilyKeyOfClassKey(std::string_view class_key) {
+  std::string family;
+  family.reserve(class_key.size());
+  bool value_follows = false;  // the previous word was a bare -D or --define-macro
+  size_t start = 0;
+  for (int index = 0; start <= class_key.size(); ++index) {
+    size_t end = class_key.find(' ', start);
+    if (end == std::string_view::npos) end = class_key.size();
+    std::string_view word = class_key.substr(start, end - start);
+    start = end + 1;
+    // The rule and the tool (the first two words) are never flags, whatever they are called.
+    if (value_follows) {
+      word = WithoutDefineValue(word, 0);
+      value_follows = false;
+    } else if (index >= 2 && (word == "-D" || word == "--define-macro")) {
+      value_follows = true;
+    } else if (index >= 2 && word.starts_with("-D")) {
+      word = WithoutDefineValue(word, 2);
+    } else if (index >= 2 && word.starts_with("--define-macro=")) {
+      word = WithoutDefineValue(word, std::string_view("--define-macro=").size());
+    }
+    if (index > 0) family += ' ';
+    family.append(word);
+  }
+  return family;
+}
+
 }  // namespace headroom

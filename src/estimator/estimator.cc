@@ -1,7 +1,9 @@
-// Peak-memory and duration predictions: edge history > user hint > class history > command priors.
+// Peak-memory and duration predictions: edge history > user hint > class history > family history > command
+// priors; the family figures grouped from the history's classes.
 #include "headroom/estimator/estimator.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -29,6 +31,7 @@ const char* EstimateSourceName(EstimateSource source) {
     case EstimateSource::kEdgeHistory: return "edge history";
     case EstimateSource::kUserHint: return "headroom_mem hint";
     case EstimateSource::kClassHistory: return "class history";
+    case EstimateSource::kFamilyHistory: return "family history";
     case EstimateSource::kPrior: return "prior";
   }
   return "prior";
@@ -59,11 +62,12 @@ std::optional<Estimate> Estimator::FromEdgeHistory(const JobDescription& job, co
   Estimate estimate;
   estimate.source = EstimateSource::kEdgeHistory;
   estimate.duration_ms = MedianDuration(edge->recent);
-  estimate.peak_bytes = std::max(Scale(completed_max, config_.edge_margin), killed_bound);
+  const double margin = EdgeMargin(*edge, window_start);
+  estimate.peak_bytes = std::max(Scale(completed_max, margin), killed_bound);
   // A kill only bounds the peak from below: the edge is known once a run of it completed since.
   estimate.confident = completed_max > 0 && killed_bound == 0;
   estimate.why = fmt::format("edge history: max of last {} run(s) x{:.2f}", edge->recent.size() - window_start,
-                             config_.edge_margin);
+                             margin);
   if (killed_bound > 0) estimate.why += fmt::format(", killed run x{:.1f}", config_.killed_factor);
   // ru_maxrss sees one process only, so for multi-process tools it is a lower bound: never below the prior.
   if (completed_max > 0 && rusage_only && prior.peak_bytes > estimate.peak_bytes) {
@@ -71,6 +75,24 @@ std::optional<Estimate> Estimator::FromEdgeHistory(const JobDescription& job, co
     estimate.why += " (ru_maxrss only: raised to the prior)";
   }
   return estimate;
+}
+
+double Estimator::EdgeMargin(const EdgeHistory& edge, size_t window_start) const {
+  // Exact peaks that repeat tell how much an edge varies; one run, or polled peaks that may miss a spike,
+  // do not, and keep the full margin.
+  uint64_t low = UINT64_MAX, high = 0;
+  size_t exact_runs = 0;
+  for (size_t i = window_start; i < edge.recent.size(); ++i) {
+    const HistoryRecord& r = edge.recent[i];
+    if (r.killed()) continue;
+    if (r.method != PeakMethod::kCgroup || r.peak_bytes == 0) return config_.edge_margin;
+    low = std::min(low, r.peak_bytes);
+    high = std::max(high, r.peak_bytes);
+    ++exact_runs;
+  }
+  if (exact_runs < 2) return config_.edge_margin;
+  double spread = static_cast<double>(high) / static_cast<double>(low) - 1.0;
+  return std::clamp(1.0 + config_.edge_spread_factor * spread, config_.edge_margin_floor, config_.edge_margin);
 }
 
 std::optional<Estimate> Estimator::FromHint(const JobDescription& job) const {
@@ -100,8 +122,77 @@ std::optional<Estimate> Estimator::FromClass(const std::string& class_key) const
   return estimate;
 }
 
+std::optional<Estimate> Estimator::FromFamily(const std::string& family_key) const {
+  if (!history_) return std::nullopt;
+  IndexFamilies();
+  auto it = family_index_.find(family_key);
+  if (it == family_index_.end()) return std::nullopt;
+  const FamilyStats& family = families_[it->second];
+  if (family.completed == 0) return std::nullopt;
+  Estimate estimate;
+  estimate.source = EstimateSource::kFamilyHistory;
+  // The margin shrinks as members accumulate: the family's high quantile is then measured, not guessed.
+  double margin =
+      config_.family_margin_base + config_.family_margin_spread / std::sqrt(static_cast<double>(family.completed));
+  estimate.peak_bytes = Scale(family.high_peak, margin);
+  estimate.duration_ms = family.mean_duration_ms;
+  estimate.why = fmt::format("family history: p{:.0f} of {} job(s) in {} class(es) x{:.2f}",
+                             config_.class_quantile * 100, family.completed, family.classes, margin);
+  return estimate;
+}
+
+void Estimator::IndexFamilies() const {
+  families_indexed_ = true;
+  // Classes are only ever appended to the history, so grouping picks up where it stopped.
+  const std::vector<ClassStats>& classes = history_->classes();
+  for (; classes_indexed_ < classes.size(); ++classes_indexed_) NoteClass(static_cast<uint32_t>(classes_indexed_));
+}
+
+void Estimator::NoteClass(uint32_t class_id) const {
+  const ClassStats& stats = history_->ClassById(class_id);
+  std::string key = FamilyKeyOfClassKey(stats.key());
+  auto [it, inserted] = family_index_.try_emplace(key, families_.size());
+  if (inserted) {
+    families_.push_back(FamilyStats{std::move(key)});
+    family_members_.emplace_back();
+  }
+  family_members_[it->second].push_back(class_id);
+  Refresh(families_[it->second]);
+}
+
+void Estimator::Refresh(FamilyStats& family) const {
+  const std::vector<uint32_t>& members = family_members_[&family - families_.data()];
+  family.completed = 0;
+  family.classes = 0;
+  family.high_peak = family.max_peak = 0;
+  double duration_total = 0;
+  for (uint32_t id : members) {
+    const ClassStats& stats = history_->ClassById(id);
+    if (stats.completed() == 0) continue;
+    ++family.classes;
+    family.completed += stats.completed();
+    family.high_peak = std::max(family.high_peak, stats.PeakQuantile(config_.class_quantile));
+    family.max_peak = std::max(family.max_peak, stats.max_peak());
+    duration_total += static_cast<double>(stats.MeanDurationMs()) * static_cast<double>(stats.completed());
+  }
+  family.mean_duration_ms =
+      family.completed ? static_cast<int64_t>(duration_total / static_cast<double>(family.completed)) : 0;
+}
+
+std::vector<FamilyStats> Estimator::Families() const {
+  if (!history_) return {};
+  IndexFamilies();
+  std::vector<FamilyStats> families = families_;
+  std::sort(families.begin(), families.end(), [](const FamilyStats& a, const FamilyStats& b) {
+    return a.high_peak != b.high_peak ? a.high_peak > b.high_peak : a.key < b.key;
+  });
+  return families;
+}
+
 JobProfile Estimator::Profile(const JobDescription& job) const {
-  return {JobClassKey(job.rule, job.command),
+  std::string class_key = JobClassKey(job.rule, job.command);
+  std::string family_key = FamilyKeyOfClassKey(class_key);
+  return {std::move(class_key), std::move(family_key),
           PriorFromCommand(job.command, job.rspfile_content, sizes_, config_.priors)};
 }
 
@@ -112,6 +203,10 @@ Estimate Estimator::Predict(const JobDescription& job, const JobProfile& profile
   std::optional<Estimate> from_class = FromClass(class_key);
   if (!best) best = FromHint(job);
   if (!best) best = from_class;
+  // The family stands in for a class with no data yet; its duration also stands in for a missing one.
+  std::optional<Estimate> from_family;
+  if (!best || (best->duration_ms == 0 && !from_class)) from_family = FromFamily(profile.family_key);
+  if (!best) best = from_family;
   if (!best) {
     best.emplace();
     best->source = EstimateSource::kPrior;
@@ -121,8 +216,10 @@ Estimate Estimator::Predict(const JobDescription& job, const JobProfile& profile
   }
   // Durations come from whatever measured source exists even when the peak came from a hint.
   if (best->duration_ms == 0 && from_class) best->duration_ms = from_class->duration_ms;
+  if (best->duration_ms == 0 && from_family) best->duration_ms = from_family->duration_ms;
   best->peak_bytes = Floor(best->peak_bytes);
   best->class_key = class_key;
+  best->family_key = profile.family_key;
   return *best;
 }
 
@@ -131,7 +228,17 @@ bool Estimator::Learn(const JobDescription& job, const HistoryRecord& record, st
   if (!history_) return true;
   ++generation_;  // the record is kept in memory even when the file write fails.
   const std::string class_key = profile ? profile->class_key : JobClassKey(job.rule, job.command);
-  return history_->Record(job.output, job.command_hash, class_key, record, error);
+  bool written = history_->Record(job.output, job.command_hash, class_key, record, error);
+  if (families_indexed_) {
+    // A new class joins its family here; a known one changed its figures, so its family is redone.
+    size_t known = classes_indexed_;
+    IndexFamilies();
+    const ClassStats* stats = history_->FindClass(class_key);
+    if (stats && static_cast<size_t>(stats - history_->classes().data()) < known) {
+      Refresh(families_[family_index_.at(FamilyKeyOfClassKey(class_key))]);
+    }
+  }
+  return written;
 }
 
 }  // namespace headroom

@@ -162,6 +162,58 @@ TEST(AdmissionTest, UnknownHeavyClassesProbeWithOneJobAndLearnFromIt) {
   EXPECT_NE(learned.reason.find("needs ~13.2 GiB"), std::string::npos) << learned.reason;
 }
 
+TEST(AdmissionTest, AnUnmeasuredFamilyIsProbedByOneMemberWhateverItsDefines) {
+  AdmissionPolicy policy;
+  MemoryReading reading = Reading(64 * kGiB, 40 * kGiB);
+  std::vector<RunningJob> running = {Running(1, 4 * kGiB, 1 * kGiB, 0, "nvcc -DV=1")};
+  running[0].family_key = "nvcc -DV";
+  running[0].last_growth_ms = 1'000;
+  Candidate sibling = Cand(2, 4 * kGiB, "nvcc -DV=2");
+  sibling.family_key = "nvcc -DV";
+  sibling.unknown_heavy = true;
+  EXPECT_EQ(policy.Decide(reading, running, sibling, 2'000).wait, WaitKind::kProbe);
+  Candidate stranger = sibling;
+  stranger.family_key = "nvcc -DMOE_FULL";
+  EXPECT_TRUE(policy.Decide(reading, running, stranger, 2'000).admit);
+}
+
+TEST(AdmissionTest, AGuessAboveTheBudgetIsCappedInsteadOfRunAlone) {
+  AdmissionPolicy policy;
+  const uint64_t budget = 6 * kGiB, reserve = policy.Reserve(budget);
+  Candidate guess = Cand(1, 8 * kGiB, "nvcc");
+  guess.from_prior = true;
+  EXPECT_EQ(policy.AdmittedPeak(guess, budget), budget - reserve);
+  AdmissionDecision first = policy.Decide(Reading(budget, budget), {}, guess, 0);
+  EXPECT_TRUE(first.admit);
+  EXPECT_FALSE(first.over_budget) << "a guess is no reason to run alone: " << first.reason;
+  // A measured figure above the budget is evidence: that job still runs alone.
+  Candidate measured = Cand(2, 8 * kGiB, "nvcc");
+  EXPECT_EQ(policy.AdmittedPeak(measured, budget), 8 * kGiB);
+  EXPECT_TRUE(policy.Decide(Reading(budget, budget), {}, measured, 0).over_budget);
+  // A guess below the cap is counted as it is.
+  Candidate small = Cand(3, 1 * kGiB, "g++");
+  small.from_prior = true;
+  EXPECT_EQ(policy.AdmittedPeak(small, budget), 1 * kGiB);
+}
+
+TEST(AdmissionTest, UnderTheBuildGuardAGuessIsCountedAtHalfSoLighterWorkRunsBesideTheProbe) {
+  const uint64_t budget = 6 * kGiB;
+  AdmissionPolicy unguarded;
+  AdmissionPolicy guarded({.guarded = true});
+  const uint64_t room = budget - guarded.Reserve(budget);
+  Candidate probe = Cand(1, 8 * kGiB, "nvcc");
+  probe.from_prior = true;
+  EXPECT_EQ(guarded.AdmittedPeak(probe, budget), room / 2);
+  // The probe runs at 1 GiB; a C++ compile guessed at 768 MiB waits beside it unguarded, starts guarded.
+  Candidate cxx = Cand(2, 768 * kMiB, "g++");
+  cxx.from_prior = true;
+  std::vector<RunningJob> unguarded_running = {Running(1, unguarded.AdmittedPeak(probe, budget), 1 * kGiB)};
+  std::vector<RunningJob> guarded_running = {Running(1, guarded.AdmittedPeak(probe, budget), 1 * kGiB)};
+  MemoryReading reading = Reading(budget, budget - 1 * kGiB);
+  EXPECT_FALSE(unguarded.Decide(reading, unguarded_running, cxx, 1'000).admit);
+  EXPECT_TRUE(guarded.Decide(reading, guarded_running, cxx, 1'000).admit);
+}
+
 TEST(AdmissionTest, ASettledJobOwesOnlyAReturnToItsPeak) {
   AdmissionPolicy policy({.plateau_ms = 5'000, .settled_min_fraction = 0.25});
   // Estimated at 11.5 GiB (its class's worst), it climbed to 6 GiB and has not grown since t=10 s.

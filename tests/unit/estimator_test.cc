@@ -1,6 +1,7 @@
 // Tests for size parsing, command-line reading, priors, job class keys and the estimator's source order.
 #include <gtest/gtest.h>
 
+#include <deque>
 #include <map>
 
 #include <fmt/format.h>
@@ -296,6 +297,113 @@ TEST(EstimatorTest, RusageOnlyMeasurementsNeverLowerThePrior) {
   EXPECT_EQ(estimator.Predict(a).peak_bytes, 8 * kGiB);
   ASSERT_TRUE(estimator.Learn(a, Completed(3 * kGiB, 1000, PeakMethod::kProcessTree), &error));
   EXPECT_EQ(estimator.Predict(a).peak_bytes, static_cast<uint64_t>(3 * kGiB * 1.1));
+}
+
+}  // namespace
+}  // namespace headroom
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Families and padding that shrinks with evidence (issue #12 items 3 and 4)
+
+namespace headroom {
+namespace {
+
+TEST(JobFamilyTest, ClassesThatDifferOnlyInDefineValuesShareAFamily) {
+  auto key = [](std::string_view defines) {
+    return FamilyKeyOfClassKey(JobClassKey(
+        "CUDA", fmt::format("nvcc {} -gencode arch=compute_80,code=sm_80 --threads 2 -O3 -c k.cu -o k.o", defines)));
+  };
+  EXPECT_EQ(key("-DVARIANT=1"), key("-DVARIANT=7"));
+  EXPECT_EQ(key("-D VARIANT=1"), key("-D VARIANT=2"));
+  EXPECT_EQ(key("--define-macro=VARIANT=1"), key("--define-macro=VARIANT=2"));
+  EXPECT_NE(key("-DVARIANT=1"), key("")) << "a define that is present or not may switch whole kernels on";
+  EXPECT_NE(key("-DMOE_FULL"), key(""));
+  EXPECT_NE(key("-DA=1"), key("-DB=1"));
+  // Everything else that decides memory still splits families; the rule and the tool are never read as flags.
+  EXPECT_NE(FamilyKeyOfClassKey(JobClassKey("CUDA", "nvcc --threads 4 -c k.cu -o k.o")),
+            FamilyKeyOfClassKey(JobClassKey("CUDA", "nvcc --threads 2 -c k.cu -o k.o")));
+  EXPECT_EQ(FamilyKeyOfClassKey("-DRULE -Dtool -DX=1"), "-DRULE -Dtool -DX");
+  EXPECT_EQ(FamilyKeyOfClassKey(""), "");
+}
+
+JobDescription Variant(int variant, int file) {
+  JobDescription job;
+  static std::deque<std::string> storage;  // JobDescription holds views; a deque never moves its strings
+  storage.push_back(fmt::format("k{}.o", file));
+  job.output = storage.back();
+  storage.push_back(fmt::format("nvcc -DVARIANT={} --threads 2 -gencode arch=compute_80,code=sm_80 "
+                                "-gencode arch=compute_90,code=sm_90 -c k{}.cu -o k{}.o",
+                                variant, file, file));
+  job.command = storage.back();
+  job.command_hash = 100 + static_cast<uint64_t>(file);
+  job.rule = "CUDA";
+  return job;
+}
+
+TEST(EstimatorTest, AFamilyStandsInForAClassWithNoDataWithAMarginThatShrinks) {
+  HistoryStore history;
+  Estimator estimator(&history, {});
+  const EstimatorConfig& config = estimator.config();
+  std::string error;
+  EXPECT_EQ(estimator.Predict(Variant(0, 0)).source, EstimateSource::kPrior);
+  ASSERT_TRUE(estimator.Learn(Variant(1, 1), Completed(3 * kGiB, 40'000), &error));
+  // Another define value: no class data, but its family knows one job.
+  Estimate one = estimator.Predict(Variant(2, 2));
+  EXPECT_EQ(one.source, EstimateSource::kFamilyHistory) << one.why;
+  EXPECT_FALSE(one.unknown_heavy);
+  EXPECT_EQ(one.duration_ms, 40'000);
+  EXPECT_EQ(one.peak_bytes,
+            static_cast<uint64_t>(3 * kGiB * (config.family_margin_base + config.family_margin_spread)));
+  EXPECT_EQ(one.family_key, estimator.Profile(Variant(1, 1)).family_key);
+  // Three more members, peaks 2..4 GiB: the family's high quantile (its largest class's p90) and a smaller margin.
+  for (int i = 3; i < 6; ++i) {
+    ASSERT_TRUE(estimator.Learn(Variant(i, i), Completed((i - 1) * kGiB), &error));
+  }
+  Estimate four = estimator.Predict(Variant(9, 9));
+  EXPECT_EQ(four.source, EstimateSource::kFamilyHistory);
+  EXPECT_EQ(four.peak_bytes,
+            static_cast<uint64_t>(4 * kGiB * (config.family_margin_base + config.family_margin_spread / 2)));
+  // The narrower class wins wherever it has data.
+  Estimate by_class = estimator.Predict(Variant(3, 10));
+  EXPECT_EQ(by_class.source, EstimateSource::kClassHistory);
+  EXPECT_EQ(by_class.peak_bytes, static_cast<uint64_t>(2 * kGiB * config.class_margin));
+  // -t memstats lists the family with its members.
+  std::vector<FamilyStats> families = estimator.Families();
+  ASSERT_EQ(families.size(), 1u);
+  EXPECT_EQ(families[0].completed, 4u);
+  EXPECT_EQ(families[0].classes, 4u);
+  EXPECT_EQ(families[0].max_peak, 4 * kGiB);
+}
+
+TEST(EstimatorTest, FamiliesAreFoundInAHistoryFromEarlierBuilds) {
+  HistoryStore history;
+  std::string error;
+  {
+    Estimator earlier(&history, {});
+    ASSERT_TRUE(earlier.Learn(Variant(1, 1), Completed(2 * kGiB), &error));
+  }
+  Estimator estimator(&history, {});
+  EXPECT_EQ(estimator.Predict(Variant(5, 5)).source, EstimateSource::kFamilyHistory);
+}
+
+TEST(EstimatorTest, StableExactPeaksNeedLittleMarginAndPolledOrVaryingOnesKeepIt) {
+  HistoryStore history;
+  Estimator estimator(&history, {});
+  const EstimatorConfig& config = estimator.config();
+  std::string error;
+  JobDescription a = Job("a.o", "g++ -O2 -c a.cc -o a.o", 1);
+  ASSERT_TRUE(estimator.Learn(a, Completed(1000 * kMiB), &error));
+  EXPECT_EQ(estimator.Predict(a).peak_bytes, static_cast<uint64_t>(1000 * kMiB * config.edge_margin));
+  ASSERT_TRUE(estimator.Learn(a, Completed(1005 * kMiB), &error));  // 0.5% apart: the floor
+  EXPECT_EQ(estimator.Predict(a).peak_bytes, static_cast<uint64_t>(1005 * kMiB * config.edge_margin_floor));
+  ASSERT_TRUE(estimator.Learn(a, Completed(1030 * kMiB), &error));  // 3% apart: twice the spread
+  Estimate spread = estimator.Predict(a);
+  EXPECT_NEAR(static_cast<double>(spread.peak_bytes), 1030.0 * kMiB * 1.06, 1.0 * kMiB) << spread.why;
+  JobDescription b = Job("b.o", "g++ -O2 -c b.cc -o b.o", 2);
+  ASSERT_TRUE(estimator.Learn(b, Completed(1000 * kMiB, 1000, PeakMethod::kProcessTree), &error));
+  ASSERT_TRUE(estimator.Learn(b, Completed(1000 * kMiB, 1000, PeakMethod::kProcessTree), &error));
+  EXPECT_EQ(estimator.Predict(b).peak_bytes, static_cast<uint64_t>(1000 * kMiB * config.edge_margin))
+      << "polling may miss a spike: equal polled peaks prove less";
 }
 
 }  // namespace

@@ -16,6 +16,7 @@ namespace headroom {
 struct RunningJob {
   uint64_t id = 0;
   std::string class_key;
+  std::string family_key;       // classes that differ only in defines: one probe tells about all of them.
   uint64_t predicted_peak = 0;  // the estimate it was admitted with (raised after kills).
   uint64_t rss = 0;             // last sampled tree RSS.
   uint64_t peak_rss = 0;        // largest sample so far.
@@ -44,8 +45,10 @@ struct MemoryTrack {
 struct Candidate {
   uint64_t id = 0;
   std::string class_key;
+  std::string family_key;
   uint64_t predicted_peak = 0;
-  bool unknown_heavy = false;   // Estimate::unknown_heavy: its class was never measured.
+  bool unknown_heavy = false;   // Estimate::unknown_heavy: its family was never measured.
+  bool from_prior = false;      // the estimate is a guess from the command line: nothing of its family was measured.
   bool measured = false;        // Estimate::confident: measured runs of this edge or of a well-sampled class.
   bool must_run_alone = false;  // RequeuePolicy asked for it.
   int64_t ready_since_ms = 0;   // for starvation control in PlanTick.
@@ -76,6 +79,13 @@ struct AdmissionConfig {
   // idling in its preprocessing step (a few hundred MiB of an 8 GiB estimate) has not peaked.
   double settled_min_fraction = 0.25;
   int64_t starvation_ms = 60'000;      // after the head waited this long, nothing may overtake it.
+  // A prior is a guess, and a guess above what the build may use at all must not make a job "too big": it is
+  // capped at this share of (budget - reserve). Without a build guard the cap is the whole of it (the job
+  // then simply waits for room); under the guard, where a lost bet costs a freeze or a requeue and never a
+  // kernel OOM kill, admission bets on half, so lighter work keeps the other cores busy while the probe runs.
+  double unguarded_prior_cap = 1.0;
+  double guarded_prior_cap = 0.5;
+  bool guarded = false;                // the build runs under a build guard (see memory/build_guard.h).
 };
 
 // Why a candidate waits; PlanTick lets lighter jobs overtake a starving head only for some kinds.
@@ -95,6 +105,9 @@ class AdmissionPolicy {
   // min(reading.limit, --mem-budget); 0 when neither is known (memory control off).
   uint64_t Budget(const MemoryReading& reading) const;
   uint64_t Reserve(uint64_t budget) const;
+  // What admission counts for a candidate: its estimate, or for a guess from the command line at most the
+  // share of budget - reserve that the prior cap allows (see AdmissionConfig::guarded_prior_cap).
+  uint64_t AdmittedPeak(const Candidate& candidate, uint64_t budget) const;
   // Memory the build can still take now: min(available, budget - sum of running RSS).
   uint64_t Headroom(const MemoryReading& reading, std::span<const RunningJob> running) const;
 

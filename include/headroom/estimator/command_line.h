@@ -54,6 +54,13 @@ std::vector<std::string> InputFiles(const CommandStep& step);
 // Jobs of one class are expected to need similar memory (e.g. all flash-attn kernels with one -gencode set).
 std::string JobClassKey(std::string_view rule, std::string_view command);
 
+// The job family: a class key without the values of its defines ("-DVARIANT=3" -> "-DVARIANT"; also "-D NAME=1"
+// and --define-macro). Translation units generated from one template (flash-attn's kernels, a benchmark's
+// variants) differ only in file names and define values, so one measured member tells about the others. A define
+// that is present or not (-DMOE_FULL) still splits families: it often switches whole kernels on. Include paths
+// and file names are already absent from class keys.
+std::string FamilyKeyOfClassKey(std::string_view class_key);
+
 // Index of the step that dominates memory (nvcc > linker > compiler > others; ties: the last one).
 size_t DominantStep(const std::vector<CommandStep>& steps);
 

@@ -1,18 +1,21 @@
 // Predicts a job's peak memory and duration from, best first: this edge's history, the user's headroom_mem
-// hint, finished jobs of the same class (this build or earlier ones), and priors read from the command.
+// hint, finished jobs of the same class, then of the same family (this build or earlier ones), and priors read
+// from the command.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <vector>
 
 #include "headroom/estimator/priors.h"
 #include "headroom/history/history_store.h"
 
 namespace headroom {
 
-enum class EstimateSource { kEdgeHistory, kUserHint, kClassHistory, kPrior };
+enum class EstimateSource { kEdgeHistory, kUserHint, kClassHistory, kFamilyHistory, kPrior };
 const char* EstimateSourceName(EstimateSource source);
 
 // What the estimator needs to know about a job; no graph types, so it is testable on its own.
@@ -34,6 +37,7 @@ struct Estimate {
   // completed jobs. Admission trusts such estimates enough to skip staggering when memory is plentiful.
   bool confident = false;
   std::string class_key;
+  std::string family_key;
   std::string why;             // one line for -d explain / status: "edge history: max of 3 runs x1.10".
 };
 
@@ -41,19 +45,38 @@ struct Estimate {
 // and handed back to Predict, so re-predicting after the history learned something costs lookups only.
 struct JobProfile {
   std::string class_key;
+  std::string family_key;  // FamilyKeyOfClassKey(class_key)
   Prior prior;
+};
+
+// What completed jobs of one family measured: the union of its classes (see FamilyKeyOfClassKey).
+struct FamilyStats {
+  std::string key;
+  uint64_t completed = 0;       // completed jobs over all member classes
+  size_t classes = 0;           // member classes with at least one completed job
+  uint64_t high_peak = 0;       // the largest member class's class_quantile peak
+  uint64_t max_peak = 0;
+  int64_t mean_duration_ms = 0;
 };
 
 struct EstimatorConfig {
   PriorConstants priors;
   size_t edge_window = 4;                  // how many recent runs of the edge the max is taken over.
-  double edge_margin = 1.10;               // polling misses short spikes; runs vary a few percent.
+  double edge_margin = 1.10;               // one run seen, or polled peaks: polling misses short spikes.
+  // With two or more completed runs measured exactly (cgroup), the margin follows their spread instead:
+  // edge_spread_factor x (max/min - 1), at least edge_margin_floor, at most edge_margin.
+  double edge_margin_floor = 1.03;
+  double edge_spread_factor = 2.0;
   double killed_factor = 1.5;              // a killed job was still growing: it needs at least this much more.
   double class_quantile = 0.9;
   double class_margin = 1.15;              // class members differ more than reruns of one edge do.
   // Once a class has this many completed samples its p90 is measured, not guessed: a smaller margin.
   uint64_t class_confident_samples = 10;
   double class_confident_margin = 1.05;
+  // A family (classes that differ only in defines) stands in for a class without data. Its members differ
+  // more than one class's do: margin = family_margin_base + family_margin_spread / sqrt(completed jobs).
+  double family_margin_base = 1.05;
+  double family_margin_spread = 0.20;
   uint64_t heavy_threshold = 2 * kGiB;     // priors at or above this are "heavy": probe the class first.
   uint64_t minimum_estimate = 16 * kMiB;   // nothing is free: a shell alone costs a few MiB.
 };
@@ -79,6 +102,9 @@ class Estimator {
   // Counts Learn calls that changed the history: an estimate made at an older generation may be stale.
   uint64_t generation() const { return generation_; }
 
+  // The families known from the history, largest first (for -t memstats).
+  std::vector<FamilyStats> Families() const;
+
   // Whether any measurement exists: without one, every estimate is a prior with no duration.
   bool HasHistory() const { return history_ && (history_->edge_count() > 0 || history_->class_count() > 0); }
 
@@ -88,12 +114,23 @@ class Estimator {
   std::optional<Estimate> FromEdgeHistory(const JobDescription& job, const Prior& prior) const;
   std::optional<Estimate> FromHint(const JobDescription& job) const;
   std::optional<Estimate> FromClass(const std::string& class_key) const;
+  std::optional<Estimate> FromFamily(const std::string& family_key) const;
   uint64_t Floor(uint64_t bytes) const;
+  double EdgeMargin(const EdgeHistory& edge, size_t window_start) const;
+  // Family figures are derived from the history's classes, grouped when first needed and kept current by Learn.
+  void IndexFamilies() const;
+  void NoteClass(uint32_t class_id) const;
+  void Refresh(FamilyStats& family) const;
 
   HistoryStore* history_;
   FileSizeFn sizes_;
   EstimatorConfig config_;
   uint64_t generation_ = 0;
+  mutable bool families_indexed_ = false;
+  mutable size_t classes_indexed_ = 0;                         // history classes grouped so far
+  mutable std::unordered_map<std::string, size_t> family_index_;  // family key -> families_ position
+  mutable std::vector<FamilyStats> families_;
+  mutable std::vector<std::vector<uint32_t>> family_members_;     // class ids, parallel to families_
 };
 
 }  // namespace headroom

@@ -212,8 +212,10 @@ class Simulator {
       Candidate c;
       c.id = i;
       c.class_key = e.class_key;
+      c.family_key = e.family_key;
       c.predicted_peak = e.peak_bytes;
       c.unknown_heavy = e.unknown_heavy;
+      c.from_prior = e.source == EstimateSource::kPrior && state_[i].raised_estimate == 0;
       c.measured = e.confident;
       c.must_run_alone = state_[i].alone;
       c.ready_since_ms = state_[i].ready_since;
@@ -241,7 +243,11 @@ class Simulator {
     const Estimate& e = EstimateOf(i);
     run.view.id = i;
     run.view.class_key = e.class_key;
-    run.view.predicted_peak = e.peak_bytes;
+    run.view.family_key = e.family_key;
+    Candidate admitted;
+    admitted.predicted_peak = e.peak_bytes;
+    admitted.from_prior = e.source == EstimateSource::kPrior && state_[i].raised_estimate == 0;
+    run.view.predicted_peak = policy_.AdmittedPeak(admitted, config_.budget);
     run.view.started_ms = run.view.last_growth_ms = now_;
     run.view.runs_alone = alone;
     run.view.heavy = e.peak_bytes >= policy_.config().heavy_threshold;
