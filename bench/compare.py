@@ -68,6 +68,15 @@ def fresh_chromium(base, gen_build_dir, name):
     return dst
 
 
+def fresh_fake(base, gen_dir, name):
+    """A fresh copy of the --kind fake manifests (the build dir is the tree's root) sharing src/ by a symlink."""
+    root = os.path.join(base, name)
+    shutil.rmtree(root, ignore_errors=True)
+    shutil.copytree(gen_dir, root, ignore=lambda d, names: ["src"] if d == gen_dir else [])
+    os.symlink(os.path.join(gen_dir, "src"), os.path.join(root, "src"))
+    return root
+
+
 def fresh_trivial(base, gen_dir, name):
     root = os.path.join(base, name)
     shutil.rmtree(root, ignore_errors=True)
@@ -101,7 +110,10 @@ def main():
     ap.add_argument("--ninja", default=ninja_default())
     ap.add_argument("--stub-cc", default=None, help="default: stub_cc next to --headroom's bench/ dir")
     ap.add_argument("--out", default="/dev/shm/hb")
-    ap.add_argument("--targets", type=int, default=500)
+    ap.add_argument("--manifest", choices=["chromium", "fake"], default="chromium",
+                    help="load/no-op tree: gen_manifest.py --kind chromium (GN-style, --targets 500: 21.5k edges) or "
+                         "--kind fake (write_fake_manifests.py's shape, --targets 1500: ~88k edges)")
+    ap.add_argument("--targets", type=int, default=None, help="default: 500 (chromium), 1500 (fake)")
     ap.add_argument("--mean-sources", type=float, default=40)
     ap.add_argument("--trivial-jobs", type=int, default=10000)
     ap.add_argument("--trivial-j", type=int, default=64)
@@ -120,14 +132,20 @@ def main():
     stub = os.path.abspath(stub)
     skip = set(filter(None, a.skip.split(",")))
     os.makedirs(a.out, exist_ok=True)
-    gen = os.path.join(a.out, "gen")
-    gen_build = os.path.join(gen, "out", "Default")
-    stamp = os.path.join(gen, f"params-{a.targets}-{a.mean_sources}-{stub.replace('/', '_')}")
+    if a.targets is None:
+        a.targets = 1500 if a.manifest == "fake" else 500
+    gen = os.path.join(a.out, "gen" if a.manifest == "chromium" else "fake-gen")
+    gen_build = os.path.join(gen, "out", "Default") if a.manifest == "chromium" else gen
+    stamp = os.path.join(a.out, f"{a.manifest}-params-{a.targets}-{a.mean_sources}-{stub.replace('/', '_')}")
     if not os.path.exists(stamp):
         shutil.rmtree(gen, ignore_errors=True)
-        subprocess.check_call([sys.executable, os.path.join(HERE, "gen_manifest.py"), "--out", gen, "--targets",
-                               str(a.targets), "--mean-sources", str(a.mean_sources), "--cc", stub])
+        subprocess.check_call([sys.executable, os.path.join(HERE, "gen_manifest.py"), "--out", gen, "--kind",
+                               a.manifest, "--targets", str(a.targets), "--mean-sources", str(a.mean_sources),
+                               "--cc", stub])
         open(stamp, "w").close()
+
+    def fresh_tree(name):
+        return fresh_chromium(a.out, gen_build, name) if a.manifest == "chromium" else fresh_fake(a.out, gen, name)
     tools = {"ninja": [a.ninja], "headroom": [headroom]}
     results = {"ninja_version": subprocess.run([a.ninja, "--version"], capture_output=True, text=True).stdout.strip(),
                "cores": os.cpu_count(), "loadavg_start": os.getloadavg()}
@@ -141,13 +159,13 @@ def main():
         # Manifest load + full dry-run plan on a fresh directory (no logs), and `-t targets all`.
         for rep in range(a.reps):
             for tool in (order if rep % 2 == 0 else order[::-1]):
-                d = fresh_chromium(a.out, gen_build, f"load-{tool}")
+                d = fresh_tree(f"load-{tool}")
                 add("load_dryrun", tool, check(run(tools[tool] + ["-n", "--quiet"], d), f"{tool} -n"))
                 add("load_targets", tool, check(run(tools[tool] + ["-t", "targets", "all"], d), f"{tool} -t targets"))
     if "noop" not in skip:
         dirs = {}
         for tool in order:
-            d = fresh_chromium(a.out, gen_build, f"noop-{tool}")
+            d = fresh_tree(f"noop-{tool}")
             extra = ["--no-memory"] if (tool == "headroom" and a.setup_no_memory) else []
             r = check(run(tools[tool] + extra + [f"-j{a.build_j}", "--quiet"], d), f"{tool} full build")
             add("full_build", tool, r)
