@@ -412,11 +412,15 @@ void MemoryController::BuildEnded() {
 bool MemoryController::guard_active() const { return guard_ != nullptr && guard_->armed(); }
 
 // The build's cgroup is capped at the budget, or at what was available when the build began if that is
-// less (a cap above what is free would let the enclosing cgroup's, or the machine's, OOM killer act first).
+// less (a cap above what is free would let the enclosing cgroup's, or the machine's, OOM killer act first),
+// less a margin for what shares that enclosing limit from outside the group: headroom itself and its logs.
 void MemoryController::ArmGuard(const MemoryReading& first) {
   constexpr uint64_t kMinGuardBytes = 64ull << 20;
+  constexpr uint64_t kMinMarginBytes = 16ull << 20, kMaxMarginBytes = 64ull << 20;
   uint64_t limit = budget_bytes_;
-  if (first.available_bytes > 0) limit = std::min(limit, std::max(first.available_bytes, kMinGuardBytes));
+  if (first.available_bytes > 0) limit = std::min(limit, first.available_bytes);
+  limit -= std::min(limit / 2, std::clamp<uint64_t>(limit / 32, kMinMarginBytes, kMaxMarginBytes));
+  limit = std::max(limit, kMinGuardBytes);
   std::string why_not;
   guard_ = parts_.meter->ArmGuard(limit, &why_not);
   decisions_.guard = guard_ ? guard_->Describe()
