@@ -96,14 +96,16 @@ uint64_t AdmissionPolicy::Owed(const RunningJob& job, int64_t now_ms) const {
 }
 
 std::string AdmissionPolicy::StaggerWait(std::span<const RunningJob> running, const Candidate& candidate,
-                                         uint64_t spare_after, int64_t now_ms) const {
+                                         uint64_t peak, uint64_t spare_after, int64_t now_ms) const {
   // Staggering guards against identical jobs overshooting their estimates together. A well-measured estimate
   // is seldom far off: when another whole one would still fit after this job, a joint overshoot fits too,
-  // and starting it now risks nothing. Priors, hints and thinly sampled classes can be off by any factor.
-  bool roomy = candidate.measured && spare_after >= candidate.predicted_peak;
+  // and starting it now risks nothing. Priors, hints and thinly sampled classes can be off by any factor,
+  // except under the build guard, where a joint overshoot costs a freeze or a requeue and never a kernel OOM
+  // kill: there a guess is bet on too while another whole one would still fit.
+  bool roomy = (candidate.measured || config_.guarded) && spare_after >= peak;
   for (const RunningJob& job : running) {
     // An unmeasured family is probed by one member, whatever its defines; identical jobs are staggered.
-    if (candidate.unknown_heavy && job.family_key == candidate.family_key && !PeakIsBehind(job, now_ms)) {
+    if (candidate.unknown_heavy && !roomy && job.family_key == candidate.family_key && !PeakIsBehind(job, now_ms)) {
       return fmt::format("probing an unmeasured heavy family: waiting for job {} to peak (at {} so far)", job.id,
                          FormatBytes(job.peak_rss));
     }
@@ -158,7 +160,7 @@ AdmissionDecision AdmissionPolicy::Decide(const MemoryReading& reading, std::spa
     return Wait(WaitKind::kPressure,
                 fmt::format("only {} available, below the reserve {}", FormatBytes(headroom), FormatBytes(reserve)));
   }
-  std::string stagger = StaggerWait(running, candidate, SaturatingSub(headroom, owed + peak + reserve), now_ms);
+  std::string stagger = StaggerWait(running, candidate, peak, SaturatingSub(headroom, owed + peak + reserve), now_ms);
   if (!stagger.empty()) {
     return Wait(candidate.unknown_heavy ? WaitKind::kProbe : WaitKind::kStagger, std::move(stagger));
   }

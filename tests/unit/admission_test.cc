@@ -214,6 +214,21 @@ TEST(AdmissionTest, UnderTheBuildGuardAGuessIsCountedAtHalfSoLighterWorkRunsBesi
   EXPECT_TRUE(guarded.Decide(reading, guarded_running, cxx, 1'000).admit);
 }
 
+TEST(AdmissionTest, UnderTheBuildGuardAnUnmeasuredFamilyIsBetOnWhileAnotherWholeGuessWouldStillFit) {
+  AdmissionPolicy guarded({.guarded = true});
+  std::vector<RunningJob> running = {Running(1, 4 * kGiB, 1 * kGiB, 0, "nvcc -DV=1")};
+  running[0].family_key = "nvcc -DV";
+  running[0].last_growth_ms = 1'000;
+  Candidate sibling = Cand(2, 4 * kGiB, "nvcc -DV=2");
+  sibling.family_key = "nvcc -DV";
+  sibling.unknown_heavy = sibling.from_prior = true;
+  // 60 GiB free: after this one, another whole 4 GiB guess still fits.
+  EXPECT_TRUE(guarded.Decide(Reading(64 * kGiB, 60 * kGiB), running, sibling, 2'000).admit);
+  // 10 GiB free: room for this one but not for a joint overshoot: it waits for the probe, as without the guard.
+  EXPECT_EQ(guarded.Decide(Reading(64 * kGiB, 10 * kGiB), running, sibling, 2'000).wait, WaitKind::kProbe);
+  EXPECT_EQ(AdmissionPolicy().Decide(Reading(64 * kGiB, 60 * kGiB), running, sibling, 2'000).wait, WaitKind::kProbe);
+}
+
 TEST(AdmissionTest, ASettledJobOwesOnlyAReturnToItsPeak) {
   AdmissionPolicy policy({.plateau_ms = 5'000, .settled_min_fraction = 0.25});
   // Estimated at 11.5 GiB (its class's worst), it climbed to 6 GiB and has not grown since t=10 s.

@@ -143,10 +143,11 @@ class AdmissionPolicy {
   const AdmissionConfig& config() const { return config_; }
 
  private:
-  // Why the candidate must wait for a job of its class to peak ("" when it need not); `spare_after` is the
-  // headroom left above the reserve once it is admitted.
-  std::string StaggerWait(std::span<const RunningJob> running, const Candidate& candidate, uint64_t spare_after,
-                          int64_t now_ms) const;
+  // Why the candidate must wait for a job of its class to peak, or of its unmeasured family ("" when it need
+  // not); `peak` is what admission counts for it and `spare_after` the headroom left above the reserve once it
+  // is admitted.
+  std::string StaggerWait(std::span<const RunningJob> running, const Candidate& candidate, uint64_t peak,
+                          uint64_t spare_after, int64_t now_ms) const;
 
   AdmissionConfig config_;
 };
