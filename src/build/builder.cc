@@ -26,6 +26,9 @@ namespace headroom {
 
 namespace {
 
+// A dry run finishes its started edges this many at a time (see Builder::Build).
+constexpr size_t kDryRunExitChunk = 1024;
+
 bool IsInterruptExit(const JobExit& exit) {
   if (exit.exited_normally) return exit.exit_code == 130;
   return exit.term_signal == SIGINT || exit.term_signal == SIGTERM || exit.term_signal == SIGHUP;
@@ -158,15 +161,10 @@ BuildResult Builder::Build(std::string* err) {
 
     if (pending_commands) {
       std::vector<JobExit> finished;
+      std::vector<JobId> dry_run_ids;
+      size_t dry_run_next = 0;
       if (config_.dry_run) {
-        // Dry run: every started edge "finishes" successfully at once, with no output.
-        for (JobId id : dry_run_finished_) {
-          JobExit exit;
-          exit.id = id;
-          exit.exited_normally = true;
-          finished.push_back(exit);
-        }
-        dry_run_finished_.clear();
+        dry_run_ids.swap(dry_run_finished_);
       } else {
         auto wait = runner_->Wait(controller_->TickIntervalMs(), &finished);
         if (wait == ProcessRunner::WaitResult::kInterrupted) {
@@ -177,34 +175,46 @@ BuildResult Builder::Build(std::string* err) {
         controller_->Tick(runner_);
         if (wait == ProcessRunner::WaitResult::kTimeout) continue;
       }
-      for (JobExit& exit : finished) {
-        --pending_commands;
-        auto it = running_.find(exit.id);
-        Edge* edge = it->second.edge;
-        if (!config_.dry_run && controller_->JobFinished(edge, &exit)) {
-          // Requeued (e.g. OOM-killed): it will run again; nothing of this attempt is kept.
-          running_.erase(it);
-          plan_.Requeue(edge);
-          continue;
+      do {
+        if (config_.dry_run) {
+          // Dry run: every started edge "finishes" successfully at once, with no output. It starts all that
+          // is ready, so the exits are made a chunk at a time, not one JobExit per edge of the build at once.
+          finished.clear();
+          for (; dry_run_next < dry_run_ids.size() && finished.size() < kDryRunExitChunk; ++dry_run_next) {
+            JobExit& exit = finished.emplace_back();
+            exit.id = dry_run_ids[dry_run_next];
+            exit.exited_normally = true;
+          }
         }
-        if (!config_.dry_run && IsInterruptExit(exit)) {
-          // The job ended itself as if interrupted: stop like an interrupt, but it is no longer
-          // running, so its outputs are left alone.
-          running_.erase(it);
-          *err = "interrupted by user";
-          failure_exit_code_ = 130;
-          return stop(BuildResult::kInterrupted);
-        }
-        if (!FinishCommand(edge, &exit, err)) {
+        for (JobExit& exit : finished) {
+          --pending_commands;
+          auto it = running_.find(exit.id);
+          Edge* edge = it->second.edge;
+          if (!config_.dry_run && controller_->JobFinished(edge, &exit)) {
+            // Requeued (e.g. OOM-killed): it will run again; nothing of this attempt is kept.
+            running_.erase(it);
+            plan_.Requeue(edge);
+            continue;
+          }
+          if (!config_.dry_run && IsInterruptExit(exit)) {
+            // The job ended itself as if interrupted: stop like an interrupt, but it is no longer
+            // running, so its outputs are left alone.
+            running_.erase(it);
+            *err = "interrupted by user";
+            failure_exit_code_ = 130;
+            return stop(BuildResult::kInterrupted);
+          }
+          if (!FinishCommand(edge, &exit, err)) {
+            running_.erase(exit.id);
+            return stop(BuildResult::kFailed);
+          }
           running_.erase(exit.id);
-          return stop(BuildResult::kFailed);
+          if (!exit.success()) {
+            failure_exit_code_ = exit.ExitStatusCode();
+            if (failures_allowed) --failures_allowed;
+          }
         }
-        running_.erase(exit.id);
-        if (!exit.success()) {
-          failure_exit_code_ = exit.ExitStatusCode();
-          if (failures_allowed) --failures_allowed;
-        }
-      }
+      } while (dry_run_next < dry_run_ids.size());
       // Finished (or requeued) jobs hand their tokens back to make's pool.
       if (jobserver_) jobserver_->ReleaseTo(static_cast<size_t>(pending_commands));
       continue;

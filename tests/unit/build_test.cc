@@ -244,6 +244,28 @@ TEST_F(BuildTest, DryRunRunsNothing) {
   EXPECT_FALSE(fs_.Exists("out"));
 }
 
+// A dry run starts all that is ready at once and finishes the exits in chunks: thousands of ready edges
+// across chunk boundaries, and what depends on them, still finish each exactly once, in start order.
+TEST_F(BuildTest, DryRunOfThousandsOfReadyEdgesFinishesEachOnceInOrder) {
+  std::string manifest = "rule touch\n  command = touch $out\n";
+  std::string all;
+  for (int i = 0; i < 2500; ++i) {
+    manifest += "build o" + std::to_string(i) + ": touch in\n";
+    all += " o" + std::to_string(i);
+  }
+  manifest += "build link: touch" + all + "\n";
+  Parse(manifest);
+  fs_.Create("in");
+  config_.dry_run = true;
+  config_.parallelism = 4;
+  std::string err;
+  EXPECT_EQ(BuildResult::kSucceeded, Build("link", &err)) << err;
+  EXPECT_TRUE(runner_.commands_run.empty());
+  ASSERT_EQ(2501u, status_.finished.size());
+  EXPECT_EQ(status_.started, status_.finished);
+  EXPECT_EQ("link", status_.finished.back());
+}
+
 TEST_F(BuildTest, RspfileWrittenBeforeAndRemovedAfterSuccess) {
   Parse(
       "rule link\n  command = touch $out\n  rspfile = $out.rsp\n  rspfile_content = $in\n"
