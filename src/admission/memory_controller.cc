@@ -73,6 +73,10 @@ void MemoryController::PrintWarnings() {
 void MemoryController::Explain(const std::string& message) const {
   if (!explain_) return;
   fflush(stdout);
+  // What guards the build is said once, before the first memory decision: a build that memory never
+  // shaped explains exactly what ninja's would.
+  if (!decisions_.guard.empty() && parts_.meter->FirstGuardAnnouncement())
+    fprintf(stderr, "ninja explain: %s\n", decisions_.guard.c_str());
   fprintf(stderr, "ninja explain: %s\n", message.c_str());
 }
 
@@ -426,7 +430,6 @@ void MemoryController::ArmGuard(const MemoryReading& first) {
   decisions_.guard = guard_ ? guard_->Describe()
                             : "no build guard: " + why_not +
                                   "; the kernel's OOM killer stays in charge when a job outgrows its estimate";
-  if (parts_.meter->FirstGuardAnnouncement()) Explain(decisions_.guard);
 }
 
 // Tasks that wait at the guard's limit (or are throttled at memory.high) get memory only when a job ends:

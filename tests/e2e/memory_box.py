@@ -10,7 +10,9 @@ that counter with it. So `oom_kills()` is the larger of (a) the box's counter pl
 import errno
 import os
 import re
+import shutil
 import subprocess
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -127,6 +129,9 @@ class MemoryBox:
         self.name = "hr-e2e-" + uuid.uuid4().hex[:10]
         self.path = own / self.name
         self.kernel_log = KernelOomLog()
+        # headroom's per-user store ($XDG_CACHE_HOME/headroom) is the box's own: what other tests (or the user's
+        # builds) taught must not make a cold build warm, and a test must not teach later ones.
+        self.cache_home = tempfile.mkdtemp(prefix="hr-e2e-cache-")
         self.path.mkdir()
         if self.version == "v1":
             (self.path / "memory.limit_in_bytes").write_text(str(limit_bytes))
@@ -147,12 +152,18 @@ class MemoryBox:
         """argv wrapped to run inside the box (the shell moves itself in, then execs: the pid stays argv's)."""
         return ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(self.path)] + argv
 
+    def env(self, env: dict | None = None) -> dict:
+        merged = dict(os.environ if env is None else env)
+        merged["XDG_CACHE_HOME"] = self.cache_home
+        return merged
+
     def run(self, argv: list[str], cwd: Path, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
         """Runs argv inside the box."""
-        return subprocess.run(self.argv(argv), cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(self.argv(argv), cwd=cwd, env=self.env(env), capture_output=True, text=True,
+                              timeout=timeout)
 
-    def popen(self, argv: list[str], cwd: Path, **kwargs) -> subprocess.Popen:
-        return subprocess.Popen(self.argv(argv), cwd=cwd, **kwargs)
+    def popen(self, argv: list[str], cwd: Path, env: dict | None = None, **kwargs) -> subprocess.Popen:
+        return subprocess.Popen(self.argv(argv), cwd=cwd, env=self.env(env), **kwargs)
 
     def oom_kills(self) -> int:
         """Kernel OOM kills in the box and every cgroup below it since the box was made (see the module doc)."""
@@ -172,6 +183,7 @@ class MemoryBox:
 
     def remove(self):
         self.kernel_log.close()
+        shutil.rmtree(self.cache_home, ignore_errors=True)
         for pid in self.tasks():  # a test that failed half-way may leave jobs behind
             try:
                 os.kill(pid, 9)

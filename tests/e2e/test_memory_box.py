@@ -31,23 +31,36 @@ def memhog_path() -> str:
 
 
 def hog_manifest(jobs: int, size: str, procs: int = 4, hold_ms: int = 800, ramp_ms: int = 300,
-                 hint: str | None = None) -> str:
+                 hint: str | None = None, tools: list[str] | None = None) -> str:
     """`size` is a literal number of MiB or a shell expression such as $$(cat size.txt). `hint` sets each
-    edge's headroom_mem (an estimate that may lie, as a cold prior can)."""
+    edge's headroom_mem (an estimate that may lie, as a cold prior can). `tools` gives job i the program
+    tools[i] (memhog under other names: unrelated commands, so nothing learned from one applies to another)."""
     lines = ["rule hog",
-             "  command = %s --mb %s --ramp-ms %d --hold-ms %d --procs %d && touch $out"
-             % (memhog_path(), size, ramp_ms, hold_ms, procs),
+             "  command = $tool --mb %s --ramp-ms %d --hold-ms %d --procs %d && touch $out"
+             % (size, ramp_ms, hold_ms, procs),
              "  description = HOG $out"]
     for i in range(jobs):
         lines.append("build out%02d: hog" % i)
+        lines.append("  tool = %s" % (tools[i] if tools else memhog_path()))
         if hint:
             lines.append("  headroom_mem = %s" % hint)
     return "\n".join(lines) + "\n"
 
 
+def memhog_aliases(directory: Path, count: int) -> list[str]:
+    """`count` differently named links to memhog: to headroom, unrelated tools that share no class or family."""
+    names = []
+    for i in range(count):
+        link = directory / ("hog_%s" % "abcdefghijklmnop"[i])
+        link.symlink_to(memhog_path())
+        names.append(str(link))
+    return names
+
+
 def history_outcomes(directory: Path) -> list[str]:
-    """Outcome letters of every record in .headroom_history ('c' completed, 'o' OOM-killed, 's' safety-killed)."""
-    path = directory / ".headroom_history"
+    """Outcome letters of every record in .ninja_headroom ('c' completed, 'o' OOM-killed, 's' safety-killed)."""
+    names = (".ninja_headroom", ".headroom_history")  # the build dir's history, current name first
+    path = next((directory / n for n in names if (directory / n).exists()), directory / names[0])
     outcomes = []
     for line in path.read_text().splitlines():
         # E <class> <command hash> <peak> <duration> <peak method> <outcome> <output>
@@ -195,10 +208,12 @@ def require_guard_kernel(box: MemoryBox):
 
 
 def test_cold_graph_that_needs_the_guard_finishes_without_kernel_oom_kills(tmp_path, box_factory):
-    """6 jobs of 300 MiB whose estimates say 20 MiB, growing within one tick, -j6 in a 1.25 GiB box: admission lets
-    them all start and they outgrow the box before the safety net's next look. The guard pauses them at the limit,
+    """6 unrelated jobs of 300 MiB whose estimates say 20 MiB, growing within one tick, -j6 in a 1.25 GiB box:
+    admission lets them all start and they outgrow the box before the safety net's next look. The guard pauses them at the limit,
     headroom kills and requeues the youngest, and the kernel kills nothing (box and every job cgroup)."""
-    (tmp_path / "build.ninja").write_text(hog_manifest(6, "300", procs=2, hold_ms=600, ramp_ms=100, hint="20M"))
+    tools = memhog_aliases(tmp_path, 6)
+    (tmp_path / "build.ninja").write_text(hog_manifest(6, "300", procs=2, hold_ms=600, ramp_ms=100, hint="20M",
+                                                       tools=tools))
     box = box_factory(1280 * MiB)
     box.require_complete_kill_count()
     result = box.run([harness.headroom_binary(), "-j6", "-d", "explain"], cwd=tmp_path)
@@ -214,7 +229,8 @@ def test_cold_graph_that_needs_the_guard_finishes_without_kernel_oom_kills(tmp_p
 
 
 def test_without_cgroup_access_the_summary_says_there_is_no_guard(tmp_path):
-    """Not root (or no memory cgroup): today's behaviour, said once in -d explain and in the summary."""
+    """Not root (or no memory cgroup): today's behaviour, said once in -d explain (with the first memory decision,
+    so a build memory never shaped explains exactly what ninja's would) and in the summary."""
     if os.geteuid() == 0:
         # Root can always write cgroups here; drop to nobody for this run when possible.
         runner = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
@@ -223,13 +239,18 @@ def test_without_cgroup_access_the_summary_says_there_is_no_guard(tmp_path):
         os.chmod(tmp_path, 0o777)
     else:
         runner = []
-    (tmp_path / "build.ninja").write_text("rule t\n  command = touch $out\nbuild a: t\n")
-    result = subprocess.run(runner + [harness.headroom_binary(), "-d", "explain", "-v"], cwd=tmp_path,
-                            capture_output=True, text=True, timeout=60)
+    # Two jobs said to need 600 MiB each under a 1 GiB budget: the second waits for the first (a memory decision).
+    (tmp_path / "build.ninja").write_text("rule t\n  command = touch $out\n"
+                                          "build a: t\n  headroom_mem = 600M\nbuild b: t\n  headroom_mem = 600M\n")
+    result = subprocess.run(runner + [harness.headroom_binary(), "-j2", "--mem-budget=1G", "-d", "explain"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
     notes = [l for l in result.stderr.splitlines() if "no build guard:" in l]
     assert len(notes) == 1, result.stderr
     assert "OOM killer" in notes[0]
+    assert "waiting for memory" in result.stderr
+    summary = [l for l in result.stdout.splitlines() if l.startswith("headroom: no build guard:")]
+    assert len(summary) == 1, result.stdout
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=["SIGINT", "SIGTERM", "SIGKILL"])
