@@ -57,8 +57,13 @@ bool HasLto(const CommandStep& step) {
 
 Prior NvccPrior(const CommandStep& step, const PriorConstants& c) {
   int pipelines = NvccParallelPipelines(step);
-  Prior prior{c.nvcc_per_pipeline * static_cast<uint64_t>(pipelines), ToolFamily::kNvcc,
-              fmt::format("nvcc: {} pipeline(s) x {}", pipelines, FormatBytes(c.nvcc_per_pipeline))};
+  bool cutlass = NvccUsesCutlass(step);
+  uint64_t per_pipeline = cutlass ? c.nvcc_cutlass_per_pipeline : c.nvcc_per_pipeline;
+  uint64_t pipelines_bytes = per_pipeline * static_cast<uint64_t>(pipelines);
+  Prior prior{std::max(pipelines_bytes, c.nvcc_front_end), ToolFamily::kNvcc,
+              fmt::format("nvcc: {} pipeline(s) x {}{}", pipelines, FormatBytes(per_pipeline),
+                          cutlass ? " (CUTLASS)" : "")};
+  if (pipelines_bytes < c.nvcc_front_end) prior.why += fmt::format(", front end {}", FormatBytes(c.nvcc_front_end));
   if (HasArg(step, {"-G", "--device-debug"})) {
     prior.peak_bytes = Scale(prior.peak_bytes, c.nvcc_device_debug_factor);
     prior.why += fmt::format(", x{} for -G", c.nvcc_device_debug_factor);
@@ -135,6 +140,14 @@ int NvccTargetCount(const CommandStep& nvcc) {
   }
   if (gencodes > 0) return gencodes;
   return std::max(arch_list, 1);
+}
+
+bool NvccUsesCutlass(const CommandStep& nvcc) {
+  return std::any_of(nvcc.args.begin(), nvcc.args.end(), [](const std::string& arg) {
+    std::string lower(arg);
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return std::tolower(ch); });
+    return lower.find("cutlass") != std::string::npos;
+  });
 }
 
 int NvccParallelPipelines(const CommandStep& nvcc) {

@@ -124,17 +124,31 @@ TEST(JobClassKeyTest, KernelsWithTheSameGencodeSetShareAClass) {
 Prior PriorOf(std::string_view command, const FileSizeFn& sizes = {}) { return PriorFromCommand(command, "", sizes); }
 
 TEST(PriorsTest, NvccScalesWithParallelPipelines) {
-  EXPECT_EQ(PriorOf("nvcc -c k.cu -o k.o").peak_bytes, 4 * kGiB);
+  EXPECT_EQ(PriorOf("nvcc -c k.cu -o k.o").peak_bytes, 1 * kGiB);
   // --threads 4 but two targets: two pipelines at once.
   EXPECT_EQ(PriorOf("nvcc --threads 4 -gencode arch=compute_80,code=sm_80 -gencode=arch=compute_90,code=sm_90 "
                     "-c k.cu")
                 .peak_bytes,
-            8 * kGiB);
+            2 * kGiB);
   // Three targets but no --threads: one at a time.
-  EXPECT_EQ(PriorOf("nvcc -arch=sm_80,sm_86,sm_90 -c k.cu").peak_bytes, 4 * kGiB);
-  EXPECT_EQ(PriorOf("nvcc -t 8 -arch=sm_80,sm_86,sm_90 -c k.cu").peak_bytes, 12 * kGiB);
-  EXPECT_EQ(PriorOf("nvcc --threads=0 -gencode a -gencode b -c k.cu").peak_bytes, 8 * kGiB);
-  EXPECT_EQ(PriorOf("nvcc -G -c k.cu").peak_bytes, 6 * kGiB);
+  EXPECT_EQ(PriorOf("nvcc -arch=sm_80,sm_86,sm_90 -c k.cu").peak_bytes, 1 * kGiB);
+  EXPECT_EQ(PriorOf("nvcc -t 8 -arch=sm_80,sm_86,sm_90 -c k.cu").peak_bytes, 3 * kGiB);
+  EXPECT_EQ(PriorOf("nvcc --threads=0 -gencode a -gencode b -c k.cu").peak_bytes, 2 * kGiB);
+  EXPECT_EQ(PriorOf("nvcc -G -c k.cu").peak_bytes, 3 * kGiB / 2);
+}
+
+TEST(PriorsTest, NvccOnCutlassIsTheHeavyKindAndTheFrontEndIsAFloor) {
+  const PriorConstants c;
+  Prior cutlass = PriorOf("nvcc -I/tmp/pip-install-x/flash-attn/csrc/cutlass/include --threads 4 "
+                          "-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 -c k.cu");
+  EXPECT_EQ(cutlass.peak_bytes, 2 * c.nvcc_cutlass_per_pipeline);
+  EXPECT_NE(cutlass.why.find("CUTLASS"), std::string::npos) << cutlass.why;
+  EXPECT_EQ(PriorOf("nvcc -isystem /opt/CUTLASS/include -c k.cu").peak_bytes, c.nvcc_cutlass_per_pipeline);
+  PriorConstants light;
+  light.nvcc_per_pipeline = 256 * kMiB;
+  Prior floored = PriorFromCommand("nvcc -c k.cu", "", {}, light);
+  EXPECT_EQ(floored.peak_bytes, light.nvcc_front_end);
+  EXPECT_NE(floored.why.find("front end"), std::string::npos) << floored.why;
 }
 
 TEST(PriorsTest, CompilersByOptimisationLevel) {
@@ -180,8 +194,9 @@ TEST(EstimatorTest, PriorFirstThenClassThenEdgeHistory) {
   HistoryStore history;
   Estimator estimator(&history, {});
   std::string error;
-  JobDescription a = Job("a.o", "nvcc -c a.cu -o a.o");
-  JobDescription b = Job("b.o", "nvcc -c b.cu -o b.o");
+  // CUTLASS kernels: the heavy prior (4 GiB a pipeline).
+  JobDescription a = Job("a.o", "nvcc -I/src/cutlass/include -c a.cu -o a.o");
+  JobDescription b = Job("b.o", "nvcc -I/src/cutlass/include -c b.cu -o b.o");
   Estimate first = estimator.Predict(a);
   EXPECT_EQ(first.source, EstimateSource::kPrior);
   EXPECT_TRUE(first.unknown_heavy);
@@ -208,13 +223,13 @@ TEST(EstimatorTest, AKeptProfileGivesTheSameEstimateAndLearningMovesTheGeneratio
   HistoryStore history;
   Estimator estimator(&history, {});
   std::string error;
-  JobDescription a = Job("a.o", "nvcc --threads 2 -gencode arch=compute_80,code=sm_80 "
+  JobDescription a = Job("a.o", "nvcc -I/src/cutlass/include --threads 2 -gencode arch=compute_80,code=sm_80 "
                                 "-gencode arch=compute_90,code=sm_90 -c a.cu -o a.o");
   JobProfile profile = estimator.Profile(a);
   EXPECT_EQ(profile.prior.peak_bytes, 8 * kGiB);
   EXPECT_EQ(estimator.Predict(a, profile).peak_bytes, estimator.Predict(a).peak_bytes);
   const uint64_t before = estimator.generation();
-  JobDescription b = Job("b.o", "nvcc --threads 2 -gencode arch=compute_80,code=sm_80 "
+  JobDescription b = Job("b.o", "nvcc -I/src/cutlass/include --threads 2 -gencode arch=compute_80,code=sm_80 "
                                 "-gencode arch=compute_90,code=sm_90 -c b.cu -o b.o");
   ASSERT_TRUE(estimator.Learn(b, Completed(6 * kGiB), &error));
   EXPECT_GT(estimator.generation(), before);  // what `a` was predicted with is stale now.
@@ -292,7 +307,7 @@ TEST(EstimatorTest, RusageOnlyMeasurementsNeverLowerThePrior) {
   HistoryStore history;
   Estimator estimator(&history, {});
   std::string error;
-  JobDescription a = Job("a.o", "nvcc --threads 2 -arch=sm_80,sm_90 -c a.cu -o a.o");
+  JobDescription a = Job("a.o", "nvcc -I/src/cutlass/include --threads 2 -arch=sm_80,sm_90 -c a.cu -o a.o");
   ASSERT_TRUE(estimator.Learn(a, Completed(2 * kGiB, 1000, PeakMethod::kRusage), &error));
   EXPECT_EQ(estimator.Predict(a).peak_bytes, 8 * kGiB);
   ASSERT_TRUE(estimator.Learn(a, Completed(3 * kGiB, 1000, PeakMethod::kProcessTree), &error));

@@ -18,7 +18,13 @@ using FileSizeFn = std::function<std::optional<uint64_t>(const std::string& path
 
 // The figures priors are built from; docs/scheduling.md says where each comes from.
 struct PriorConstants {
-  uint64_t nvcc_per_pipeline = 4 * kGiB;   // 3-5 GB per cicc/ptxas pipeline on heavy CUTLASS/flash-attn TUs.
+  // nvcc, per device pipeline (cicc then ptxas for one target), measured with nvcc 13 (docs/priors.md):
+  // CUTLASS/CuTe translation units (flash-attn, vLLM, xformers kernels; recognised by a cutlass include path)
+  // and everything else (CUB/Thrust-heavy code peaked at ~0.75 GiB per pipeline). The front end (cudafe++, the
+  // host compiler) runs before the pipelines and is a floor for a single one.
+  uint64_t nvcc_per_pipeline = 1 * kGiB;
+  uint64_t nvcc_cutlass_per_pipeline = 4 * kGiB;
+  uint64_t nvcc_front_end = 640 * kMiB;
   double nvcc_device_debug_factor = 1.5;   // -G keeps every variable alive and disables ptxas optimisation.
   uint64_t cxx_O0 = 512 * kMiB;            // ~p90 of ordinary C++ TUs (median 0.3 GiB, p95 0.8 GiB).
   uint64_t cxx_O2 = 768 * kMiB;
@@ -43,6 +49,8 @@ struct Prior {
 int NvccParallelPipelines(const CommandStep& nvcc);
 // Number of device targets alone (1 when none is given).
 int NvccTargetCount(const CommandStep& nvcc);
+// Whether the TU is built on CUTLASS/CuTe (an include path or define naming cutlass): the heavy kind.
+bool NvccUsesCutlass(const CommandStep& nvcc);
 
 // The prior for a whole command: the largest prior over its steps (steps of `a && b` run one after another).
 // `rspfile_content` (ninja's $rspfile_content, may be empty) supplies link inputs hidden behind @file.
