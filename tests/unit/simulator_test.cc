@@ -39,8 +39,9 @@ std::vector<SimJob> FlashAttnLike(int kernels, int cxx_files, double hint_scale 
   std::vector<SimJob> jobs;
   for (int i = 0; i < kernels; ++i) {
     jobs.push_back(Job(fmt::format("flash_{}.o", i), "CUDA",
-                       fmt::format("nvcc -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 "
-                                   "--threads 2 -O3 -c csrc/flash_{0}.cu -o flash_{0}.o", i),
+                       fmt::format("nvcc -Icsrc/cutlass/include -gencode arch=compute_80,code=sm_80 "
+                                   "-gencode arch=compute_90,code=sm_90 --threads 2 -O3 -c csrc/flash_{0}.cu -o flash_{0}.o",
+                                   i),
                        (6 + i % 5) * kGiB, 60 + (i % 7) * 10, 0.15, 0.85));
   }
   for (int i = 0; i < cxx_files; ++i) {
@@ -255,6 +256,213 @@ TEST(SimulatorTest, FlashAttnBuildsBeatTheBestFixedJobCountThatDoesNotOom) {
 
 TEST(SimulatorTest, VllmBuildsBeatTheBestFixedJobCountThatDoesNotOom) {
   ExpectFirstAndSecondBuildBeatTheBestFixedJ("vllm", VllmLike(120, 6, 100), Config());
+}
+
+// ---- Issue #12: the scale effect, simulated from measured nvcc profiles ------------------------------------
+
+// One nvcc 13 compile measured by bench/nvcc_profile.py (bench/nvcc_workload.py) on the shared 2-core box: the
+// process tree's peak from a fresh memory cgroup and its wall time. Walls were taken under varying load, so they
+// are the right order of magnitude, not exact; the peaks are exact.
+struct MeasuredCompile {
+  const char* label;  // nvcc_workload.py's label
+  const char* flags;  // what sets the compile's class: targets, --threads, defines
+  double peak_mib;
+  double wall_s;
+};
+
+// bench/nvcc/heavy_kernels.cu, -O3 -std=c++17 -DHEAVY_VARIANT=v, 1-4 -gencode targets, --threads t.
+constexpr MeasuredCompile kOwnCompiles[] = {
+    {"own v9 targets=1 threads=1", "-DHEAVY_VARIANT=9 -gencode arch=compute_80,code=sm_80 --threads 1", 785, 330.9},
+    {"own v9 targets=2 threads=1",
+     "-DHEAVY_VARIANT=9 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 --threads 1", 845,
+     266.7},
+    {"own v9 targets=2 threads=2",
+     "-DHEAVY_VARIANT=9 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 --threads 2", 1555,
+     50.5},
+};
+
+SimJob MeasuredNvccJob(const MeasuredCompile& m, std::string output, std::string source, std::string extra_flags) {
+  return Job(output, "CUDA",
+             fmt::format("nvcc -O3 -std=c++17 {} {} -c {} -o {}", m.flags, extra_flags, source, output),
+             static_cast<uint64_t>(m.peak_mib * static_cast<double>(kMiB)),
+             static_cast<int64_t>(m.wall_s + 0.5), 0.2, 0.8);
+}
+
+// flash-attn 2.8.3's sm80 build: 72 kernels ({fwd, bwd, fwd_split} x hdim {32, 64, 96, 128, 192, 256} x
+// {fp16, bf16} x {causal, not}), then the link. `kinds` are the measured kernels the 72 are drawn from, round
+// robin; setup.py gives every kernel the same flags, so with measured flash kernels they form one class.
+std::vector<SimJob> FlashAttnFromProfiles(const std::vector<MeasuredCompile>& kinds) {
+  std::vector<SimJob> jobs;
+  for (int i = 0; i < 72; ++i) {
+    const MeasuredCompile& m = kinds[static_cast<size_t>(i) % kinds.size()];
+    // setup.py's include path names cutlass, as the estimator's CUTLASS prior expects.
+    jobs.push_back(MeasuredNvccJob(m, fmt::format("flash_{}_sm80.o", i), fmt::format("csrc/flash_{}_sm80.cu", i),
+                                   "-Icsrc/cutlass/include --expt-relaxed-constexpr --use_fast_math "
+                                   "-DTORCH_EXTENSION_NAME=flash_attn_2_cuda"));
+  }
+  AddLink(&jobs, "flash_attn_2_cuda.so", 2 * kGiB, 30);  // link: assumed, not measured
+  return jobs;
+}
+
+// A mixed project: each measured heavy_kernels variant compiled 8 times with different -DKERNEL_ID values
+// (one family per variant shape), 40 C++ TUs (300-800 MiB, 10-40 s: assumed, not measured) and the link.
+std::vector<SimJob> MixedFromProfiles(const std::vector<MeasuredCompile>& kinds) {
+  std::vector<SimJob> jobs;
+  for (size_t k = 0; k < kinds.size(); ++k) {
+    for (int i = 0; i < 8; ++i) {
+      jobs.push_back(MeasuredNvccJob(kinds[k], fmt::format("heavy_{}_{}.o", k, i), fmt::format("kern/heavy_{}.cu", k),
+                                     fmt::format("-DKERNEL_ID={}", i)));
+    }
+  }
+  for (int i = 0; i < 40; ++i) {
+    jobs.push_back(Job(fmt::format("host_{}.o", i), "CXX", fmt::format("g++ -O2 -c src/host_{0}.cc -o host_{0}.o", i),
+                       (300 + (i % 6) * 100) * kMiB, 10 + (i % 4) * 10, 0.5, 0.9));
+  }
+  AddLink(&jobs, "libmixed.so", 2 * kGiB, 30);
+  return jobs;
+}
+
+// flash-attn's setup.py: MAX_JOBS = min(cores / 2, MemAvailable in GB / (5 x NVCC_THREADS)), NVCC_THREADS = 4,
+// at least 1. MemAvailable is taken as the whole budget (the best case for the formula).
+int FlashAttnMaxJobs(int cores, uint64_t mem_available, int nvcc_threads = 4) {
+  const double available_gib = static_cast<double>(mem_available) / static_cast<double>(kGiB);
+  const int by_memory = static_cast<int>(available_gib / (5.0 * nvcc_threads));
+  return std::max(1, std::min(cores / 2, by_memory));
+}
+
+struct ScaleRow {
+  std::string what;
+  SimResult result;
+};
+
+// One workload on one machine shape: the best fixed -j (searched over 1..cores) and the rows of the table.
+struct ScaleTable {
+  FixedBaseline best;
+  std::vector<ScaleRow> rows;
+  const SimResult& Row(std::string_view prefix) const {
+    auto row = std::find_if(rows.begin(), rows.end(), [&](const ScaleRow& r) { return r.what.starts_with(prefix); });
+    return row->result;
+  }
+};
+
+SimResult SimulateFixed(const std::vector<SimJob>& jobs, SimConfig config, int j) {
+  config.fixed_j = j;
+  config.trace = nullptr;
+  HistoryStore unused;
+  return Simulate(jobs, config, &unused);
+}
+
+void PrintScaleTable(const char* name, const SimConfig& config, size_t jobs, const ScaleTable& table) {
+  std::printf("[ sim  ] %s, %d cores / %.0f GiB, %zu jobs; best fixed -j without OOM: -j%d, %.0f s\n", name,
+              config.cores, static_cast<double>(config.budget) / kGiB, jobs, table.best.j,
+              static_cast<double>(table.best.makespan_ms) / 1000.0);
+  std::printf("[ sim  ] | %-40s | wall s | / best fixed | OOM kills | completed |\n", "run");
+  for (const ScaleRow& row : table.rows) {
+    std::printf("[ sim  ] | %-40s | %6.0f | %11.2fx | %9d | %-9s |\n", row.what.c_str(),
+                static_cast<double>(row.result.makespan_ms) / 1000.0,
+                static_cast<double>(row.result.makespan_ms) /
+                    static_cast<double>(std::max<int64_t>(1, table.best.makespan_ms)),
+                row.result.oom_kills, row.result.completed ? "yes" : "NO");
+  }
+}
+
+// headroom at -j(cores), first build then second, without and with the build guard's admission (under the guard
+// the simulator still counts a budget overrun as a kill: a real guard would stall and requeue instead).
+ScaleTable RunScaleComparison(const char* name, const std::vector<SimJob>& jobs, const SimConfig& config) {
+  ScaleTable table;
+  for (int j = 1; j <= config.cores; ++j) {
+    SimResult r = SimulateFixed(jobs, config, j);
+    if (r.completed && r.oom_kills == 0 && (table.best.j == 0 || r.makespan_ms < table.best.makespan_ms)) {
+      table.best = {j, r.makespan_ms};
+    }
+  }
+  table.rows.push_back(
+      {fmt::format("fixed -j{} (one per core)", config.cores), SimulateFixed(jobs, config, config.cores)});
+  int formula_j = FlashAttnMaxJobs(config.cores, config.budget);
+  table.rows.push_back({fmt::format("flash-attn MAX_JOBS formula: -j{}", formula_j),
+                        SimulateFixed(jobs, config, formula_j)});
+  HistoryStore history;
+  table.rows.push_back({"headroom cold (first build)", Simulate(jobs, config, &history)});
+  table.rows.push_back({"headroom warm (second build)", Simulate(jobs, config, &history)});
+  SimConfig guarded = config;
+  guarded.admission.guarded = true;
+  HistoryStore guarded_history;
+  table.rows.push_back({"guarded cold (overruns counted as kills)", Simulate(jobs, guarded, &guarded_history)});
+  table.rows.push_back({"guarded warm (overruns counted as kills)", Simulate(jobs, guarded, &guarded_history)});
+  PrintScaleTable(name, config, jobs.size(), table);
+  return table;
+}
+
+std::vector<MeasuredCompile> OwnCompiles() { return {std::begin(kOwnCompiles), std::end(kOwnCompiles)}; }
+
+// flash-attn kernels measured so far (setup.py's flags: one -gencode, --threads 4); until the first is in, the
+// flash-attn-like build is made of the own heavy compiles instead, and the table says so.
+std::vector<MeasuredCompile> FlashCompiles() { return {}; }
+
+std::vector<MeasuredCompile> FlashKernelsOrStandIns() {
+  std::vector<MeasuredCompile> flash = FlashCompiles();
+  return flash.empty() ? OwnCompiles() : flash;
+}
+
+struct MachineShape {
+  const char* name;
+  int cores;
+  uint64_t memory;
+};
+constexpr MachineShape kShapes[] = {{"64 cores / 256 GiB", 64, 256 * kGiB},
+                                    {"4-core CI runner / 16 GiB", 4, 16 * kGiB}};
+
+ScaleTable ScaleFor(const char* workload, const std::vector<SimJob>& jobs, const MachineShape& shape) {
+  return RunScaleComparison(fmt::format("{} ({})", workload, shape.name).c_str(), jobs,
+                            Config(shape.memory, shape.cores));
+}
+
+// The claims that hold today: no OOM kill, first or second build, and the second build no slower than the best
+// fixed -j (which nobody knows before building).
+void ExpectNoOomAndWarmMatchesBestFixedJ(const ScaleTable& table) {
+  ASSERT_GT(table.best.j, 0);
+  for (const char* row : {"headroom cold", "headroom warm"}) {
+    EXPECT_TRUE(table.Row(row).completed) << row;
+    EXPECT_EQ(table.Row(row).oom_kills, 0) << row;
+  }
+  EXPECT_LE(table.Row("headroom warm").makespan_ms, table.best.makespan_ms) << "best fixed -j" << table.best.j;
+}
+
+// Issue #12's cold claim. It does NOT hold yet (see docs/benchmarks.md, "Issue #12"): members of an unmeasured
+// heavy family wait for the probe to finish, not to peak, and the probe is a 270-330 s compile. Enable these
+// tests when cold admission learns from the probe's live curve.
+void ExpectColdMatchesBestFixedJ(const ScaleTable& table) {
+  ASSERT_GT(table.best.j, 0);
+  EXPECT_LE(table.Row("headroom cold").makespan_ms, table.best.makespan_ms) << "best fixed -j" << table.best.j;
+}
+
+const char* FlashWorkloadName() {
+  return FlashCompiles().empty() ? "flash-attn-like, own compiles standing in" : "flash-attn-like, measured kernels";
+}
+
+TEST(SimulatorScaleTest, FlashAttnFromMeasuredProfilesNeverOomsAndWarmMatchesBestFixedJ) {
+  for (const MachineShape& shape : kShapes) {
+    ExpectNoOomAndWarmMatchesBestFixedJ(
+        ScaleFor(FlashWorkloadName(), FlashAttnFromProfiles(FlashKernelsOrStandIns()), shape));
+  }
+}
+
+TEST(SimulatorScaleTest, MixedProjectFromMeasuredProfilesNeverOomsAndWarmMatchesBestFixedJ) {
+  for (const MachineShape& shape : kShapes) {
+    ExpectNoOomAndWarmMatchesBestFixedJ(ScaleFor("mixed project", MixedFromProfiles(OwnCompiles()), shape));
+  }
+}
+
+TEST(SimulatorScaleTest, DISABLED_FlashAttnFromMeasuredProfilesColdMatchesBestFixedJ) {
+  for (const MachineShape& shape : kShapes) {
+    ExpectColdMatchesBestFixedJ(ScaleFor(FlashWorkloadName(), FlashAttnFromProfiles(FlashKernelsOrStandIns()), shape));
+  }
+}
+
+TEST(SimulatorScaleTest, DISABLED_MixedProjectFromMeasuredProfilesColdMatchesBestFixedJ) {
+  for (const MachineShape& shape : kShapes) {
+    ExpectColdMatchesBestFixedJ(ScaleFor("mixed project", MixedFromProfiles(OwnCompiles()), shape));
+  }
 }
 
 }  // namespace
