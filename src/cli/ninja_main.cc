@@ -4,12 +4,17 @@
 #include <errno.h>
 #include <string.h>
 
+#include <limits.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <ctime>
 
 #include "headroom/admission/memory_controller.h"
 #include "headroom/estimator/estimator.h"
 #include "headroom/exec/jobserver.h"
 #include "headroom/history/history_store.h"
+#include "headroom/history/user_store.h"
 #include "headroom/manifest/manifest_parser.h"
 #include "headroom/memory/job_meter.h"
 #include "headroom/memory/memory_probe.h"
@@ -25,7 +30,22 @@ NinjaMain::NinjaMain(const BuildConfig& config, const Clock* clock, ProcessRunne
                      Explanations* explanations)
     : config_(config), clock_(clock), runner_(runner), explanations_(explanations) {}
 
-NinjaMain::~NinjaMain() = default;
+NinjaMain::~NinjaMain() {
+  // What this pass measured joins the per-user store for other build dirs (a pip install's next temp dir).
+  if (!user_store_) return;
+  std::string warning = user_store_->Flush(static_cast<int64_t>(time(nullptr)));
+  if (!warning.empty() && status_) status_->Warning(warning);
+}
+
+// The per-user store: edge figures where the build dir has none, class figures seeded into the history.
+void NinjaMain::OpenUserStore() {
+  if (store_dir_.empty()) return;
+  char cwd[PATH_MAX];
+  user_store_ = std::make_unique<UserStore>(store_dir_, PathNormaliser::ForBuild(getcwd(cwd, sizeof cwd) ? cwd : ""));
+  std::string warning = user_store_->Load();
+  if (!warning.empty()) status_->Warning(warning);
+  user_store_->SeedClasses(history_.get());
+}
 
 MemoryController* NinjaMain::EnsureMemoryController() {
   if (!memory_.probe || !memory_.meter) return nullptr;
@@ -33,6 +53,7 @@ MemoryController* NinjaMain::EnsureMemoryController() {
   history_ = std::make_unique<HistoryStore>();
   std::string warning = history_->Open(LogPath(HistoryStore::kFileName));
   if (!warning.empty()) status_->Warning(warning);
+  OpenUserStore();
   // Linkers are estimated from the sizes of what they read.
   FileSizeFn sizes = [](const std::string& path) -> std::optional<uint64_t> {
     struct stat st;
@@ -40,6 +61,7 @@ MemoryController* NinjaMain::EnsureMemoryController() {
     return static_cast<uint64_t>(st.st_size);
   };
   estimator_ = std::make_unique<Estimator>(history_.get(), sizes);
+  estimator_->set_user_store(user_store_.get());
   MemoryController::Parts parts{memory_.probe, memory_.meter, estimator_.get(), &build_log_, status_, clock_};
   memory_controller_ = std::make_unique<MemoryController>(parts, config_.memory, config_.explain);
   return memory_controller_.get();
@@ -60,6 +82,7 @@ bool NinjaMain::LoadManifest(const Options& options, Status* status) {
     return false;
   }
   build_dir_ = state_.bindings.LookupVariable("builddir");
+  store_dir_ = options.store_dir;
   return true;
 }
 

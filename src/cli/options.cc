@@ -14,6 +14,7 @@
 #include <fstream>
 
 #include "headroom/admission/admission_policy.h"
+#include "headroom/history/user_store.h"
 #include "headroom/manifest/version.h"
 #include "headroom/util/byte_size.h"
 #include "headroom/util/messages.h"
@@ -31,6 +32,8 @@ enum LongOption {
   kOptNoMemory,
   kOptTrace,
   kOptReport,
+  kOptStore,
+  kOptNoStore,
 };
 
 const option kLongOptions[] = {
@@ -43,6 +46,8 @@ const option kLongOptions[] = {
     {"no-memory", no_argument, nullptr, kOptNoMemory},
     {"trace", required_argument, nullptr, kOptTrace},
     {"report", required_argument, nullptr, kOptReport},
+    {"store", required_argument, nullptr, kOptStore},
+    {"no-store", no_argument, nullptr, kOptNoStore},
     {nullptr, 0, nullptr, 0},
 };
 
@@ -212,7 +217,12 @@ void PrintUsage(const BuildConfig& config) {
           "                         [default: %s]\n"
           "  --no-memory            schedule by -j only, exactly like ninja\n"
           "  --trace=FILE           write a Chrome trace of jobs and memory\n"
-          "  --report=FILE.html     write an HTML report of the build\n",
+          "  --report=FILE.html     write an HTML report of the build\n"
+          "  --store=DIR            per-user history store shared by all build dirs\n"
+          "                         [default: $HEADROOM_STORE, else $XDG_CACHE_HOME/headroom,\n"
+          "                         else ~/.cache/headroom]\n"
+          "  --no-store             use and keep history in the build dir only\n"
+          "                         (also HEADROOM_STORE=off)\n",
           kNinjaVersion, config.parallelism, DescribeDefaultReserve().c_str());
 }
 
@@ -224,6 +234,8 @@ std::optional<int> ReadFlags(int argc, char** argv, Options* options, BuildConfi
   optind = 1;
   int opt;
   int exit_code = 0;
+  std::string store_flag;
+  bool no_store = false;
   while (!options->has_tool &&
          (opt = getopt_long(argc, argv, "d:f:j:k:l:nt:vw:C:h", kLongOptions, nullptr)) != -1) {
     switch (opt) {
@@ -294,6 +306,12 @@ std::optional<int> ReadFlags(int argc, char** argv, Options* options, BuildConfi
       case kOptReport:
         options->report_path = optarg;
         break;
+      case kOptStore:
+        store_flag = optarg;
+        break;
+      case kOptNoStore:
+        no_store = true;
+        break;
       case 'h':
       default:
         PrintUsage(*config);
@@ -301,6 +319,8 @@ std::optional<int> ReadFlags(int argc, char** argv, Options* options, BuildConfi
     }
   }
   for (int i = optind; i < argc; ++i) options->args.emplace_back(argv[i]);
+  // Resolved before -C changes directory, so a relative --store names what the user meant.
+  options->store_dir = ResolveUserStoreDir(store_flag.empty() ? nullptr : store_flag.c_str(), no_store);
   return std::nullopt;
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <ctime>
 
 #include <fmt/format.h>
 
@@ -42,8 +43,11 @@ Estimator::Estimator(HistoryStore* history, FileSizeFn sizes, EstimatorConfig co
 
 uint64_t Estimator::Floor(uint64_t bytes) const { return std::max(bytes, config_.minimum_estimate); }
 
-std::optional<Estimate> Estimator::FromEdgeHistory(const JobDescription& job, const Prior& prior) const {
+std::optional<Estimate> Estimator::FromEdgeHistory(const JobDescription& job, const JobProfile& profile) const {
+  const Prior& prior = profile.prior;
   const EdgeHistory* edge = history_ ? history_->FindEdge(job.output, job.command_hash) : nullptr;
+  // The same edge measured in another build dir (a previous pip install's temp dir), from the user store.
+  const bool from_store = !edge && user_store_ && (edge = user_store_->FindEdge(profile.store_key)) != nullptr;
   if (!edge) return std::nullopt;
   // Only runs since the last completed one matter for kills: a completion measured the whole run.
   size_t window_start = edge->recent.size() > config_.edge_window ? edge->recent.size() - config_.edge_window : 0;
@@ -66,8 +70,8 @@ std::optional<Estimate> Estimator::FromEdgeHistory(const JobDescription& job, co
   estimate.peak_bytes = std::max(Scale(completed_max, margin), killed_bound);
   // A kill only bounds the peak from below: the edge is known once a run of it completed since.
   estimate.confident = completed_max > 0 && killed_bound == 0;
-  estimate.why = fmt::format("edge history: max of last {} run(s) x{:.2f}", edge->recent.size() - window_start,
-                             margin);
+  estimate.why = fmt::format("{}edge history: max of last {} run(s) x{:.2f}", from_store ? "user store " : "",
+                             edge->recent.size() - window_start, margin);
   if (killed_bound > 0) estimate.why += fmt::format(", killed run x{:.1f}", config_.killed_factor);
   // ru_maxrss sees one process only, so for multi-process tools it is a lower bound: never below the prior.
   if (completed_max > 0 && rusage_only && prior.peak_bytes > estimate.peak_bytes) {
@@ -192,14 +196,15 @@ std::vector<FamilyStats> Estimator::Families() const {
 JobProfile Estimator::Profile(const JobDescription& job) const {
   std::string class_key = JobClassKey(job.rule, job.command);
   std::string family_key = FamilyKeyOfClassKey(class_key);
+  const uint64_t store_key = user_store_ ? user_store_->EdgeKey(job.output, class_key) : 0;
   return {std::move(class_key), std::move(family_key),
-          PriorFromCommand(job.command, job.rspfile_content, sizes_, config_.priors)};
+          PriorFromCommand(job.command, job.rspfile_content, sizes_, config_.priors), store_key};
 }
 
 Estimate Estimator::Predict(const JobDescription& job, const JobProfile& profile) const {
   const std::string& class_key = profile.class_key;
   const Prior& prior = profile.prior;
-  std::optional<Estimate> best = FromEdgeHistory(job, prior);
+  std::optional<Estimate> best = FromEdgeHistory(job, profile);
   std::optional<Estimate> from_class = FromClass(class_key);
   if (!best) best = FromHint(job);
   if (!best) best = from_class;
@@ -229,6 +234,7 @@ bool Estimator::Learn(const JobDescription& job, const HistoryRecord& record, st
   ++generation_;  // the record is kept in memory even when the file write fails.
   const std::string class_key = profile ? profile->class_key : JobClassKey(job.rule, job.command);
   bool written = history_->Record(job.output, job.command_hash, class_key, record, error);
+  if (user_store_) user_store_->Record(job.output, class_key, record, static_cast<int64_t>(time(nullptr)));
   if (families_indexed_) {
     // A new class joins its family here; a known one changed its figures, so its family is redone.
     size_t known = classes_indexed_;

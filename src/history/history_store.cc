@@ -1,4 +1,5 @@
-// .headroom_history: a line-oriented, versioned, append-only file of job peaks, compacted like ninja's log.
+// .ninja_headroom (before: .headroom_history, migrated on open): a line-oriented, versioned, append-only file of
+// job peaks, compacted like ninja's log.
 //   # headroom history v1
 //   C <id> <class key>                                   class ids are dense, in order of first use
 //   E <class id> <cmd hash hex> <peak> <ms> <method> <outcome> <output>
@@ -145,6 +146,23 @@ bool ScanRecordFields(std::string_view line, uint32_t* class_id, uint64_t* hash,
   record->outcome = static_cast<JobOutcome>(outcome);
   *output = scan.Rest();
   return true;
+}
+
+// The legacy file beside `path` (same directory, kLegacyFileName).
+std::string LegacyPathBeside(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return (slash == std::string::npos ? std::string() : path.substr(0, slash + 1)) + HistoryStore::kLegacyFileName;
+}
+
+// Reads `path`, or its legacy name when it is missing; *legacy_path is set when the legacy file was read.
+DiskInterface::ReadStatus ReadHistoryOrLegacy(const std::string& path, std::string* contents, std::string* error,
+                                              std::string* legacy_path) {
+  DiskInterface::ReadStatus read = ReadFileContents(path, contents, error);
+  if (read != DiskInterface::ReadStatus::kNotFound) return read;
+  const std::string legacy = LegacyPathBeside(path);
+  read = ReadFileContents(legacy, contents, error);
+  if (read == DiskInterface::ReadStatus::kOkay) *legacy_path = legacy;
+  return read == DiskInterface::ReadStatus::kOtherError ? DiskInterface::ReadStatus::kNotFound : read;
 }
 
 std::string HeaderLine() { return fmt::format("{}{}\n", kMagic, kVersion); }
@@ -321,19 +339,20 @@ std::string HistoryStore::Parse(std::string_view contents, bool* needs_rewrite) 
 std::string HistoryStore::Open(const std::string& path) {
   Close();
   path_ = path;
-  std::string contents, read_error;
-  const DiskInterface::ReadStatus read = ReadFileContents(path, &contents, &read_error);
+  std::string contents, read_error, legacy_path;
+  const DiskInterface::ReadStatus read = ReadHistoryOrLegacy(path, &contents, &read_error, &legacy_path);
   if (read == DiskInterface::ReadStatus::kOtherError) {
     return fmt::format("cannot read {}: {}; memory history disabled for this build", path, read_error);
   }
   const bool exists = read == DiskInterface::ReadStatus::kOkay;
-  bool needs_rewrite = !exists || contents.empty();
+  bool needs_rewrite = !exists || contents.empty() || !legacy_path.empty();
   std::string warning = exists && !contents.empty() ? Parse(contents, &needs_rewrite) : "";
   bool bloated = records_in_file_ >= kCompactMinRecords && records_in_file_ > kCompactRatio * LiveRecordCount();
   std::string error;
   if ((needs_rewrite || bloated) && !Compact(&error)) {
     return warning.empty() ? error : warning + "; " + error;
   }
+  if (!legacy_path.empty()) std::remove(legacy_path.c_str());  // migrated: the build dir keeps ninja's names only
   if (!file_) file_ = std::fopen(path.c_str(), "ab");
   if (!file_) {
     std::string reason = fmt::format("cannot append to {}: {}", path, std::strerror(errno));
@@ -345,8 +364,8 @@ std::string HistoryStore::Open(const std::string& path) {
 std::string HistoryStore::LoadForReading(const std::string& path) {
   Close();
   path_ = path;
-  std::string contents, read_error;
-  const DiskInterface::ReadStatus read = ReadFileContents(path, &contents, &read_error);
+  std::string contents, read_error, legacy_path;
+  const DiskInterface::ReadStatus read = ReadHistoryOrLegacy(path, &contents, &read_error, &legacy_path);
   if (read == DiskInterface::ReadStatus::kOtherError) return fmt::format("cannot read {}: {}", path, read_error);
   const bool exists = read == DiskInterface::ReadStatus::kOkay;
   bool needs_rewrite = false;
@@ -364,8 +383,12 @@ bool HistoryStore::AppendLine(const std::string& line, std::string* error) {
 
 bool HistoryStore::WriteClassLineIfNew(uint32_t class_id, std::string* error) {
   if (class_in_file_[class_id] || !file_) return true;
-  if (!AppendLine(ClassLine(class_id, classes_[class_id].key()), error)) return false;
-  class_in_file_[class_id] = true;
+  // Ids in the file are dense: classes held in memory only before this one (AddClassSample) go first.
+  for (uint32_t id = 0; id <= class_id; ++id) {
+    if (class_in_file_[id]) continue;
+    if (!AppendLine(ClassLine(id, classes_[id].key()), error)) return false;
+    class_in_file_[id] = true;
+  }
   return true;
 }
 
@@ -378,6 +401,10 @@ bool HistoryStore::Record(std::string_view output, uint64_t command_hash, std::s
   if (!AppendLine(EdgeLine(output, command_hash, class_id, record), error)) return false;
   ++records_in_file_;
   return true;
+}
+
+void HistoryStore::AddClassSample(std::string_view class_key, const HistoryRecord& record) {
+  classes_[InternClass(class_key)].Add(record);
 }
 
 const EdgeHistory* HistoryStore::FindEdge(std::string_view output, uint64_t command_hash) const {

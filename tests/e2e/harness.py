@@ -30,8 +30,8 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 HEADROOM_VERSION = "1.13.2"
 # Files the harness reports through dedicated observations rather than the file snapshot.
 LOG_FILES = (".ninja_log", ".ninja_deps")
-# headroom's own memory history lives beside the logs; it is not part of what ninja produces.
-HEADROOM_FILES = (".headroom_history",)
+# headroom's own memory history lives beside the logs, named like them; it is not part of what ninja produces.
+HEADROOM_FILES = (".ninja_headroom",)
 CMDS_LOG = "cmds.log"
 TIMESTAMP_RE = re.compile(r"(?<![0-9])[0-9]{16,20}(?![0-9])")
 
@@ -407,6 +407,9 @@ class Workspace:
             "LANG": "C",
             "HOME": str(self.root),
             "TMPDIR": os.environ.get("TMPDIR", "/tmp"),
+            # The per-user history store, kept beside the workspace: one per workspace, so scenarios never
+            # warm each other, and outside it, so file snapshots show only what the build wrote.
+            "HEADROOM_STORE": str(self.root) + ".store",
         }
         for k, v in (extra or {}).items():
             if v is None:

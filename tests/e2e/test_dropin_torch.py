@@ -133,7 +133,7 @@ def test_cpp_extension(tmp_path, torch_python, ninja_shim):
     assert len(compile_lines) == 2, log[-4000:]
     build_dir = ninja_build_dir(work)
     # Only headroom writes its memory history there: the `ninja` torch ran was headroom.
-    assert (build_dir / ".headroom_history").is_file()
+    assert (build_dir / ".ninja_headroom").is_file()
     assert (build_dir / ".ninja_log").is_file()
 
     r = subprocess.run([torch_python, "-c", (
@@ -172,7 +172,7 @@ def test_cuda_extension(tmp_path, torch_python, ninja_shim):
     assert len(nvcc_lines) == 1, log[-4000:]
     for code in ("arch=compute_80,code=sm_80", "arch=compute_90,code=sm_90"):
         assert code in nvcc_lines[0], nvcc_lines[0]
-    assert (ninja_build_dir(work) / ".headroom_history").is_file()
+    assert (ninja_build_dir(work) / ".ninja_headroom").is_file()
 
     r = subprocess.run([torch_python, "-c", (
         "import torch, headroom_example_cuda as cu\n"

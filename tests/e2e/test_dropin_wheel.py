@@ -142,7 +142,7 @@ def test_self_build_used_headroom(built):
     assert re.search(r"^CMAKE_MAKE_PROGRAM:\w+=%s$" % re.escape(str(built["shim"] / "ninja")), cache, re.M), \
         [ln for ln in cache.splitlines() if "MAKE_PROGRAM" in ln]
     assert re.search(r"^CMAKE_GENERATOR:INTERNAL=Ninja$", cache, re.M)
-    assert (build_dir / ".headroom_history").is_file(), "the build did not run through headroom"
+    assert (build_dir / ".ninja_headroom").is_file(), "the build did not run through headroom"
     env = clean_env([built["shim"]])
     # The tree globs its sources (CONFIGURE_DEPENDS), so even a no-op re-checks them first.
     r = run([headroom], env, cwd=build_dir)
@@ -183,7 +183,7 @@ def test_build_through_venv_ninja(venv, tmp_path):
     r = run(["ninja", "-v", "-j", "2"], env, cwd=tmp_path)  # torch's exact form
     assert r.stdout == "[1/2] cat in > mid\n[2/2] cat mid > out\n"
     assert (tmp_path / "out").read_text() == "data\n"
-    assert (tmp_path / ".headroom_history").is_file()
+    assert (tmp_path / ".ninja_headroom").is_file()
     r = run(["ninja"], dict(env, MAX_JOBS="auto"), cwd=tmp_path)
     assert r.stdout == "ninja: no work to do.\n"
     # Exit codes pass straight through the entry point (it execs the binary).

@@ -308,7 +308,7 @@ def test_damaged_history_warns_and_recovers(headroom_ws, damage):
     ws.write("h1.h", "")
     ws.write("h2.h", "")
     assert ws.run("-j2", record=False).rc == 0
-    history = ws.path(".headroom_history")
+    history = ws.path(".ninja_headroom")
     assert history.exists()
     history.write_bytes(DAMAGES[damage](history.read_bytes()))
     ws.touch("i2")
@@ -316,7 +316,7 @@ def test_damaged_history_warns_and_recovers(headroom_ws, damage):
     assert r.rc == 0, r
     assert sorted(r.cmds) == ["all", "o2"]
     if damage != "empty":
-        assert ".headroom_history" in r.stderr, r  # the damage is reported, naming the file
+        assert ".ninja_headroom" in r.stderr, r  # the damage is reported, naming the file
     r = ws.run("-j2", record=False)
     assert (r.rc, r.cmds, r.stderr) == (0, [], ""), r
     ws.touch("i3")

@@ -23,6 +23,7 @@ class ProcessRunner;
 class MemoryProbe;
 class JobMeter;
 class HistoryStore;
+class UserStore;
 class Estimator;
 class MemoryController;
 class BuildTimeline;
@@ -73,6 +74,7 @@ class NinjaMain : public BuildLog::Liveness {
   bool CollectTargetsFromArgs(const std::vector<std::string>& args, std::vector<Node*>* targets, std::string* err);
   void ConfigureBuilder(Builder* builder);
   MemoryController* EnsureMemoryController();
+  void OpenUserStore();
   std::string LogPath(const char* name) const;
 
   const BuildConfig& config_;
@@ -82,6 +84,8 @@ class NinjaMain : public BuildLog::Liveness {
   MemoryServices memory_;
   Status* status_ = nullptr;
   std::unique_ptr<HistoryStore> history_;
+  std::string store_dir_;                  // Options::store_dir
+  std::unique_ptr<UserStore> user_store_;  // written back when this pass ends
   std::unique_ptr<Estimator> estimator_;
   std::unique_ptr<MemoryController> memory_controller_;
   BuildTimeline* timeline_ = nullptr;

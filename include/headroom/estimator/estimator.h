@@ -12,6 +12,7 @@
 
 #include "headroom/estimator/priors.h"
 #include "headroom/history/history_store.h"
+#include "headroom/history/user_store.h"
 
 namespace headroom {
 
@@ -47,6 +48,7 @@ struct JobProfile {
   std::string class_key;
   std::string family_key;  // FamilyKeyOfClassKey(class_key)
   Prior prior;
+  uint64_t store_key = 0;  // the edge's key in the user store (UserStore::EdgeKey); 0 without a store
 };
 
 // What completed jobs of one family measured: the union of its classes (see FamilyKeyOfClassKey).
@@ -99,6 +101,10 @@ class Estimator {
   bool Learn(const JobDescription& job, const HistoryRecord& record, std::string* error,
              const JobProfile* profile = nullptr);
 
+  // The per-user store: its edge figures stand in where the build dir has none for an edge, and Learn adds
+  // to it. Its class figures reach the estimator through HistoryStore (UserStore::SeedClasses). May be null.
+  void set_user_store(UserStore* store) { user_store_ = store; }
+
   // Counts Learn calls that changed the history: an estimate made at an older generation may be stale.
   uint64_t generation() const { return generation_; }
 
@@ -111,7 +117,7 @@ class Estimator {
   const EstimatorConfig& config() const { return config_; }
 
  private:
-  std::optional<Estimate> FromEdgeHistory(const JobDescription& job, const Prior& prior) const;
+  std::optional<Estimate> FromEdgeHistory(const JobDescription& job, const JobProfile& profile) const;
   std::optional<Estimate> FromHint(const JobDescription& job) const;
   std::optional<Estimate> FromClass(const std::string& class_key) const;
   std::optional<Estimate> FromFamily(const std::string& family_key) const;
@@ -123,6 +129,7 @@ class Estimator {
   void Refresh(FamilyStats& family) const;
 
   HistoryStore* history_;
+  UserStore* user_store_ = nullptr;
   FileSizeFn sizes_;
   EstimatorConfig config_;
   uint64_t generation_ = 0;

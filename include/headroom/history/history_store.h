@@ -1,4 +1,4 @@
-// The memory history (.headroom_history in the build dir): measured peaks and durations per edge and
+// The memory history (.ninja_headroom in the build dir): measured peaks and durations per edge and
 // aggregates per job class, loaded at start, appended to as jobs finish, compacted when bloated.
 #pragma once
 
@@ -109,7 +109,10 @@ class ClassStats {
 class HistoryStore {
  public:
   static constexpr size_t kRecentPerEdge = RecentRuns::kCapacity;
-  static constexpr const char* kFileName = ".headroom_history";
+  // Named like ninja's own logs, so tools and generators that expect only ninja's state leave it alone.
+  static constexpr const char* kFileName = ".ninja_headroom";
+  // Where headroom before 0.x kept it; read once when kFileName is missing, then migrated and removed.
+  static constexpr const char* kLegacyFileName = ".headroom_history";
   // Compact at load when the file holds this many records and over 3x the live ones.
   static constexpr size_t kCompactMinRecords = 1000;
   static constexpr size_t kCompactRatio = 3;
@@ -125,7 +128,7 @@ class HistoryStore {
   // working in memory, also with a warning.
   std::string Open(const std::string& path);
   // Reads `path` without ever writing it (for `-t memstats`): a damaged file gives a warning and
-  // whatever could be read.
+  // whatever could be read. A missing file is looked for under its legacy name.
   std::string LoadForReading(const std::string& path);
 
   // Adds one finished (or killed) job and appends it to the file, flushed. A changed command hash
@@ -133,6 +136,9 @@ class HistoryStore {
   // (the record is still kept in memory).
   bool Record(std::string_view output, uint64_t command_hash, std::string_view class_key,
               const HistoryRecord& record, std::string* error);
+
+  // Adds a measurement made elsewhere (the user store) to a class, in memory only: never written here.
+  void AddClassSample(std::string_view class_key, const HistoryRecord& record);
 
   // The edge's history, or nullptr when it has none for this command hash.
   const EdgeHistory* FindEdge(std::string_view output, uint64_t command_hash) const;

@@ -1,0 +1,105 @@
+// The per-user history store ($XDG_CACHE_HOME/headroom, as ccache keeps its cache): measured peaks keyed so
+// they survive a new build directory, shared by every build of the user, safe to use from several at once.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "headroom/history/history_store.h"
+#include "headroom/history/portable_key.h"
+
+namespace headroom {
+
+struct UserStoreLimits {
+  uint64_t max_bytes = 8ull << 20;            // the file is cut to this size, least recently used first
+  int64_t max_age_s = 90ll * 24 * 60 * 60;    // records not refreshed for this long are dropped
+  int lock_wait_ms = 10000;                   // a build waits this long for another one's write
+};
+
+// Where the store lives: --store=DIR, then $HEADROOM_STORE, then $XDG_CACHE_HOME/headroom, then
+// ~/.cache/headroom. "" when disabled (--no-store, HEADROOM_STORE=off) or when no home is known.
+std::string ResolveUserStoreDir(const char* flag_dir, bool disabled_by_flag);
+
+class UserStore {
+ public:
+  static constexpr const char* kFileName = "history";
+  static constexpr const char* kLockName = "history.lock";
+  static constexpr int kVersion = 1;
+  static constexpr size_t kRunsPerEdge = RecentRuns::kCapacity;
+  static constexpr size_t kSamplesPerClass = ClassStats::kRecentPeaks;
+
+  UserStore(std::string dir, PathNormaliser normaliser, UserStoreLimits limits = {});
+
+  // Reads the store (missing = empty). Returns one warning when it is damaged, unreadable, read-only or
+  // from a newer headroom (left untouched then), "" when all is well. Never fails the build.
+  std::string Load();
+
+  // The key of an edge (see PathNormaliser::EdgeKey) and the runs stored under it, or nullptr.
+  uint64_t EdgeKey(std::string_view output, std::string_view class_key) const;
+  const EdgeHistory* FindEdge(uint64_t key) const;
+  // Gives `history` the store's figures for each class it has not measured itself (memory only), so class
+  // and family estimates start warm in a new build dir. Returns how many classes were added.
+  size_t SeedClasses(HistoryStore* history) const;
+
+  // Notes one finished job of this build; written by Flush.
+  void Record(std::string_view output, std::string_view class_key, const HistoryRecord& record, int64_t now_s);
+  // Merges this build's records into the file: under a lock, re-read, merged, bounded, written to a temp
+  // file and renamed over, so concurrent builds lose nothing and readers never see half a file.
+  // Returns a warning ("" when written, or nothing to write, or a warning was already given).
+  std::string Flush(int64_t now_s);
+
+  // Adds every record of a build dir's history as if this build had made it (for export).
+  void AddBuildHistory(const HistoryStore& history, int64_t now_s);
+  // Writes the whole store to `path` (same format) / merges `path` into the store. For CI caches.
+  bool ExportTo(const std::string& path, std::string* error) const;
+  bool ImportFrom(const std::string& path, int64_t now_s, std::string* error);
+
+  const std::string& dir() const { return dir_; }
+  std::string file_path() const { return dir_ + "/" + kFileName; }
+  size_t edge_count() const { return contents_.edges.size(); }
+  size_t class_count() const { return contents_.classes.size(); }
+  size_t pending_count() const { return pending_.size(); }
+
+  struct StoredEdge {
+    std::string output;  // normalised, for people reading the file
+    int64_t last_used_s = 0;
+    EdgeHistory history;  // command_hash holds the key; class_id is unused
+  };
+  struct StoredClass {
+    int64_t last_used_s = 0;
+    std::vector<HistoryRecord> samples;  // oldest first, at most kSamplesPerClass
+  };
+  struct Contents {
+    std::unordered_map<uint64_t, StoredEdge> edges;
+    std::unordered_map<std::string, StoredClass> classes;
+    int version = kVersion;  // of the file read; newer ones are never written
+  };
+  // Parses store text into *contents; returns a warning for damage (what came before it is kept).
+  static std::string Parse(std::string_view text, const std::string& name, Contents* contents);
+  static std::string Serialise(const Contents& contents, const UserStoreLimits& limits, int64_t now_s);
+
+ private:
+  struct Pending {
+    uint64_t key;
+    std::string output;
+    std::string class_key;
+    HistoryRecord record;
+    int64_t time_s;
+  };
+  static void Apply(const Pending& pending, Contents* contents);
+  std::string Warn(std::string message);
+  bool WriteMerged(const std::vector<Pending>& pending, const Contents* extra, int64_t now_s, std::string* error);
+
+  std::string dir_;
+  PathNormaliser normaliser_;
+  UserStoreLimits limits_;
+  Contents contents_;
+  std::vector<Pending> pending_;
+  bool read_only_ = false;  // newer version or unwritable: read, never written
+  bool warned_ = false;
+};
+
+}  // namespace headroom

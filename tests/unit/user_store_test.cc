@@ -1,0 +1,374 @@
+// Tests for the per-user history store: portable edge keys, round trips, warm estimates in a new build dir,
+// concurrent writers, bounds, damage, newer versions, export/import, and the build dir's legacy file migration.
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "headroom/estimator/estimator.h"
+#include "headroom/history/history_store.h"
+#include "headroom/history/portable_key.h"
+#include "headroom/history/user_store.h"
+
+namespace headroom {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int64_t kNow = 1'800'000'000;
+constexpr uint64_t kMiB = 1024 * 1024;
+
+HistoryRecord Rec(uint64_t peak, int64_t ms = 100) { return {peak, ms, PeakMethod::kCgroup, JobOutcome::kCompleted}; }
+
+std::string ReadText(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void WriteText(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+
+TEST(PathNormaliserTest, BlanksTheRandomPartOfTempDirsAndTheBuildRoot) {
+  PathNormaliser normaliser("/tmp/pip-req-build-k3j4h5/build/temp.linux", {"/tmp", "/var/tmp/"});
+  EXPECT_EQ(normaliser.Text("-I/tmp/pip-build-env-abc123/overlay/include /tmp/pip-req-build-k3j4h5/src/a.cc"),
+            "-I/tmp/pip-build-env-*/overlay/include /tmp/pip-req-build-*/src/a.cc");
+  EXPECT_EQ(normaliser.Text("x=/tmp/tmpq1w2e3/f.o,/var/tmp/job_7/y"), "x=/tmp/*/f.o,/var/tmp/job_*/y");
+  EXPECT_EQ(normaliser.Text("/tmpfoo/a /home/tmp/b"), "/tmpfoo/a /home/tmp/b");  // not under a root
+  EXPECT_EQ(normaliser.Output("/tmp/pip-req-build-k3j4h5/build/temp.linux/csrc/ops.o"), "csrc/ops.o");
+  EXPECT_EQ(normaliser.Text("-L/tmp/pip-req-build-k3j4h5/build/temp.linux/lib"), "-L@BUILD/lib");
+  EXPECT_EQ(normaliser.Output("/tmp/pip-req-build-k3j4h5/build/temp.linux2/x.o"), "/tmp/pip-req-build-*/build/temp.linux2/x.o");
+}
+
+TEST(PathNormaliserTest, OneKernelBuiltFromTwoPipTempDirsIsOneEdge) {
+  PathNormaliser first("/tmp/pip-install-abc/pkg/build", {"/tmp"});
+  PathNormaliser second("/tmp/pip-install-xyz/pkg/build", {"/tmp"});
+  const std::string klass = "compile nvcc -gencode=arch=compute_90,code=sm_90 -DFOO=1 .cu";
+  EXPECT_EQ(first.EdgeKey("/tmp/pip-install-abc/pkg/build/k.o", klass),
+            second.EdgeKey("/tmp/pip-install-xyz/pkg/build/k.o", klass));
+  EXPECT_EQ(first.EdgeKey("k.o", klass), second.EdgeKey("/tmp/pip-install-xyz/pkg/build/k.o", klass));
+  EXPECT_NE(first.EdgeKey("k.o", klass), first.EdgeKey("k2.o", klass));
+  EXPECT_NE(first.EdgeKey("k.o", klass), first.EdgeKey("k.o", klass + " -O3"));
+}
+
+TEST(UserStoreDirTest, FlagThenEnvironmentThenXdgThenHome) {
+  const std::string home = getenv("HOME") ? getenv("HOME") : "";
+  setenv("HEADROOM_STORE", "/s/env", 1);
+  setenv("XDG_CACHE_HOME", "/s/xdg", 1);
+  setenv("HOME", "/s/home", 1);
+  EXPECT_EQ(ResolveUserStoreDir("/s/flag", false), "/s/flag");
+  EXPECT_EQ(ResolveUserStoreDir("/s/flag", true), "");
+  EXPECT_EQ(ResolveUserStoreDir(nullptr, false), "/s/env");
+  setenv("HEADROOM_STORE", "off", 1);
+  EXPECT_EQ(ResolveUserStoreDir(nullptr, false), "");
+  unsetenv("HEADROOM_STORE");
+  EXPECT_EQ(ResolveUserStoreDir(nullptr, false), "/s/xdg/headroom");
+  unsetenv("XDG_CACHE_HOME");
+  EXPECT_EQ(ResolveUserStoreDir(nullptr, false), "/s/home/.cache/headroom");
+  setenv("HOME", home.c_str(), 1);
+}
+
+class UserStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() /
+            fmt::format("headroom_user_store_test_{}_{}",
+                        ::testing::UnitTest::GetInstance()->current_test_info()->name(), static_cast<long>(getpid()));
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+    store_dir_ = (root_ / "store").string();
+  }
+  void TearDown() override {
+    fs::permissions(root_, fs::perms::owner_all, fs::perm_options::add);
+    if (fs::exists(store_dir_)) fs::permissions(store_dir_, fs::perms::owner_all, fs::perm_options::add);
+    fs::remove_all(root_);
+  }
+
+  // A store seen from a build in `build_root` (under a fake temp root, as pip's are).
+  UserStore Store(const std::string& build_root, UserStoreLimits limits = {}) const {
+    return UserStore(store_dir_, PathNormaliser(build_root, {"/tmp"}), limits);
+  }
+  fs::path file() const { return fs::path(store_dir_) / UserStore::kFileName; }
+
+  fs::path root_;
+  std::string store_dir_;
+};
+
+TEST_F(UserStoreTest, RecordsSurviveANewBuildDirectory) {
+  {
+    UserStore store = Store("/tmp/pip-install-abc/pkg/build");
+    EXPECT_EQ(store.Load(), "");
+    store.Record("/tmp/pip-install-abc/pkg/build/k.o", "compile nvcc .cu", Rec(3000 * kMiB, 60000), kNow);
+    EXPECT_EQ(store.Flush(kNow), "");
+  }
+  UserStore store = Store("/tmp/pip-install-xyz/pkg/build");
+  EXPECT_EQ(store.Load(), "");
+  const EdgeHistory* edge = store.FindEdge(store.EdgeKey("k.o", "compile nvcc .cu"));
+  ASSERT_NE(edge, nullptr);
+  ASSERT_EQ(edge->recent.size(), 1u);
+  EXPECT_EQ(edge->recent[0].peak_bytes, 3000 * kMiB);
+  EXPECT_EQ(edge->recent[0].duration_ms, 60000);
+  EXPECT_EQ(store.FindEdge(store.EdgeKey("other.o", "compile nvcc .cu")), nullptr);
+}
+
+TEST_F(UserStoreTest, EstimatorStartsWarmFromTheStoreWhenTheBuildDirHasNoHistory) {
+  const std::string command_a = "nvcc -c /tmp/pip-install-abc/src/k.cu -o k.o -DVARIANT=1 -gencode=arch=compute_90,code=sm_90";
+  const std::string command_b = "nvcc -c /tmp/pip-install-xyz/src/k.cu -o k.o -DVARIANT=1 -gencode=arch=compute_90,code=sm_90";
+  const std::string sibling = "nvcc -c /tmp/pip-install-xyz/src/k2.cu -o k2.o -DVARIANT=2 -gencode=arch=compute_90,code=sm_90";
+  {
+    HistoryStore history;
+    UserStore store = Store("/tmp/pip-install-abc/build");
+    store.Load();
+    Estimator estimator(&history, {});
+    estimator.set_user_store(&store);
+    std::string error;
+    JobDescription job{"k.o", 111, command_a, "cuda_compile"};
+    EXPECT_EQ(estimator.Predict(job).source, EstimateSource::kPrior);
+    EXPECT_TRUE(estimator.Learn(job, Rec(5000 * kMiB, 90000), &error));
+    EXPECT_EQ(store.Flush(kNow), "");
+  }
+  HistoryStore history;  // a new build dir: nothing of its own
+  UserStore store = Store("/tmp/pip-install-xyz/build");
+  ASSERT_EQ(store.Load(), "");
+  EXPECT_EQ(store.SeedClasses(&history), 1u);
+  Estimator estimator(&history, {});
+  estimator.set_user_store(&store);
+  // The same edge, with a different command hash (absolute temp paths differ): the store's edge figures.
+  Estimate same = estimator.Predict(JobDescription{"k.o", 222, command_b, "cuda_compile"});
+  EXPECT_EQ(same.source, EstimateSource::kEdgeHistory);
+  EXPECT_EQ(same.peak_bytes, static_cast<uint64_t>(5000 * kMiB * 1.10));
+  EXPECT_EQ(same.duration_ms, 90000);
+  EXPECT_NE(same.why.find("user store"), std::string::npos) << same.why;
+  // A sibling kernel of the same family (another define value): the family figures from the store.
+  Estimate other = estimator.Predict(JobDescription{"k2.o", 333, sibling, "cuda_compile"});
+  EXPECT_EQ(other.source, EstimateSource::kFamilyHistory);
+  EXPECT_GT(other.peak_bytes, 5000 * kMiB);
+}
+
+TEST_F(UserStoreTest, TheBuildDirsOwnFiguresWin) {
+  {
+    UserStore store = Store("/b");
+    store.Record("o", "cc g++ -O2 .cc", Rec(900 * kMiB), kNow);
+    store.Flush(kNow);
+  }
+  HistoryStore history;
+  std::string error;
+  history.Record("o", 7, "cc g++ -O2 .cc", Rec(100 * kMiB), &error);
+  UserStore store = Store("/b");
+  store.Load();
+  EXPECT_EQ(store.SeedClasses(&history), 0u);
+  EXPECT_EQ(history.FindClass("cc g++ -O2 .cc")->max_peak(), 100 * kMiB);
+  Estimator estimator(&history, {});
+  estimator.set_user_store(&store);
+  EXPECT_EQ(estimator.Predict(JobDescription{"o", 7, "g++ -O2 -c a.cc -o o", "cc"}).peak_bytes,
+            static_cast<uint64_t>(100 * kMiB * 1.10));
+}
+
+TEST_F(UserStoreTest, ConcurrentBuildsLoseNoRecord) {
+  // Every writer loaded the store before any flushed: each must merge with what the others wrote.
+  constexpr int kWriters = 8;
+  constexpr int kRecordsEach = 50;
+  std::vector<UserStore> stores;
+  for (int w = 0; w < kWriters; ++w) {
+    stores.push_back(Store(fmt::format("/tmp/pip-install-w{}/build", w)));
+    ASSERT_EQ(stores.back().Load(), "");
+    for (int i = 0; i < kRecordsEach; ++i) {
+      stores.back().Record(fmt::format("w{}_{}.o", w, i), "cc g++ .cc", Rec((w * 100 + i + 1) * kMiB), kNow);
+    }
+  }
+  std::vector<std::thread> threads;
+  std::vector<std::string> warnings(kWriters);
+  for (int w = 0; w < kWriters; ++w) threads.emplace_back([&, w] { warnings[w] = stores[w].Flush(kNow); });
+  for (std::thread& thread : threads) thread.join();
+  for (const std::string& warning : warnings) EXPECT_EQ(warning, "");
+  UserStore reader = Store("/x");
+  ASSERT_EQ(reader.Load(), "");
+  EXPECT_EQ(reader.edge_count(), static_cast<size_t>(kWriters * kRecordsEach));
+  for (int w = 0; w < kWriters; ++w) {
+    for (int i = 0; i < kRecordsEach; ++i) {
+      const EdgeHistory* edge = reader.FindEdge(reader.EdgeKey(fmt::format("w{}_{}.o", w, i), "cc g++ .cc"));
+      ASSERT_NE(edge, nullptr) << w << " " << i;
+      EXPECT_EQ(edge->recent.back().peak_bytes, static_cast<uint64_t>((w * 100 + i + 1) * kMiB));
+    }
+  }
+  EXPECT_FALSE(fs::exists(file().string() + fmt::format(".tmp.{}", getpid())));
+}
+
+TEST_F(UserStoreTest, OldEntriesExpireAndTheSizeBoundEvictsTheLeastRecentlyUsed) {
+  UserStoreLimits limits;
+  limits.max_age_s = 1000;
+  {
+    UserStore store = Store("/b", limits);
+    store.Record("ancient.o", "cc g++ .cc", Rec(kMiB), kNow - 5000);
+    store.Record("recent.o", "cc g++ .cc", Rec(kMiB), kNow - 10);
+    store.Flush(kNow);
+  }
+  UserStore aged = Store("/b", limits);
+  aged.Load();
+  EXPECT_EQ(aged.FindEdge(aged.EdgeKey("ancient.o", "cc g++ .cc")), nullptr);
+  EXPECT_NE(aged.FindEdge(aged.EdgeKey("recent.o", "cc g++ .cc")), nullptr);
+
+  limits.max_age_s = 1'000'000;
+  limits.max_bytes = 2000;
+  {
+    UserStore store = Store("/b", limits);
+    store.Load();
+    for (int i = 0; i < 100; ++i) store.Record(fmt::format("edge{:03}.o", i), "cc g++ .cc", Rec(kMiB), kNow + i);
+    store.Flush(kNow + 100);
+  }
+  EXPECT_LE(fs::file_size(file()), 2000u);
+  UserStore bounded = Store("/b", limits);
+  EXPECT_EQ(bounded.Load(), "");
+  EXPECT_NE(bounded.FindEdge(bounded.EdgeKey("edge099.o", "cc g++ .cc")), nullptr);  // newest kept
+  EXPECT_EQ(bounded.FindEdge(bounded.EdgeKey("edge000.o", "cc g++ .cc")), nullptr);  // oldest evicted
+  EXPECT_LT(bounded.edge_count(), 100u);
+}
+
+TEST_F(UserStoreTest, CorruptOrTruncatedStoreWarnsOnceKeepsWhatPrecedesAndIsRewritten) {
+  {
+    UserStore store = Store("/b");
+    store.Record("good.o", "cc g++ .cc", Rec(kMiB), kNow);
+    store.Flush(kNow);
+  }
+  const std::string good = ReadText(file());
+  for (const std::string& damage : {good + "E\tnot-hex\t1\tx\n", good + "r\t12\t3"}) {
+    WriteText(file(), damage);
+    UserStore store = Store("/b");
+    std::string warning = store.Load();
+    EXPECT_NE(warning.find(file().string()), std::string::npos) << warning;
+    EXPECT_NE(store.FindEdge(store.EdgeKey("good.o", "cc g++ .cc")), nullptr);
+    store.Record("new.o", "cc g++ .cc", Rec(kMiB), kNow);
+    EXPECT_EQ(store.Flush(kNow), "");  // one warning: the rewrite itself says nothing more
+    UserStore reread = Store("/b");
+    EXPECT_EQ(reread.Load(), "");
+    EXPECT_EQ(reread.edge_count(), 2u);
+  }
+  WriteText(file(), "garbage\n");
+  UserStore store = Store("/b");
+  EXPECT_NE(store.Load().find("not a headroom user store"), std::string::npos);
+}
+
+TEST_F(UserStoreTest, ANewerFormatIsLeftUntouched) {
+  fs::create_directories(store_dir_);
+  const std::string future = "# headroom user store v9\nZ\tsomething new\n";
+  WriteText(file(), future);
+  UserStore store = Store("/b");
+  std::string warning = store.Load();
+  EXPECT_NE(warning.find("newer headroom"), std::string::npos) << warning;
+  EXPECT_EQ(store.edge_count(), 0u);
+  store.Record("o", "cc g++ .cc", Rec(kMiB), kNow);
+  EXPECT_EQ(store.Flush(kNow), "");
+  EXPECT_EQ(ReadText(file()), future);
+}
+
+TEST_F(UserStoreTest, AStoreThatCannotBeWrittenWarnsOnceAndTheRecordsAreDropped) {
+  {
+    UserStore store = Store("/b");
+    store.Record("o", "cc g++ .cc", Rec(kMiB), kNow);
+    store.Flush(kNow);
+  }
+  // The lock file is a directory: writing fails even for root, for whom permission bits do not.
+  fs::remove(fs::path(store_dir_) / UserStore::kLockName);
+  fs::create_directories(fs::path(store_dir_) / UserStore::kLockName);
+  UserStore store = Store("/b");
+  EXPECT_EQ(store.Load(), "");
+  EXPECT_NE(store.FindEdge(store.EdgeKey("o", "cc g++ .cc")), nullptr);  // still read
+  store.Record("p", "cc g++ .cc", Rec(kMiB), kNow);
+  std::string warning = store.Flush(kNow);
+  EXPECT_NE(warning.find("not kept"), std::string::npos) << warning;
+  store.Record("q", "cc g++ .cc", Rec(kMiB), kNow);
+  EXPECT_EQ(store.Flush(kNow), "");  // once
+}
+
+TEST_F(UserStoreTest, AReadOnlyStoreIsUsedButNotWritten) {
+  if (geteuid() == 0) {
+    if (getenv("CI")) FAIL() << "permission bits do not bind root: run CI unprivileged";
+    GTEST_SKIP() << "running as root: permission bits do not make the store read-only";
+  }
+  {
+    UserStore store = Store("/b");
+    store.Record("o", "cc g++ .cc", Rec(kMiB), kNow);
+    store.Flush(kNow);
+  }
+  const std::string before = ReadText(file());
+  fs::permissions(store_dir_, fs::perms::owner_read | fs::perms::owner_exec);
+  UserStore store = Store("/b");
+  EXPECT_NE(store.Load().find("read-only"), std::string::npos);
+  EXPECT_NE(store.FindEdge(store.EdgeKey("o", "cc g++ .cc")), nullptr);
+  store.Record("p", "cc g++ .cc", Rec(kMiB), kNow);
+  EXPECT_EQ(store.Flush(kNow), "");
+  EXPECT_EQ(ReadText(file()), before);
+}
+
+TEST_F(UserStoreTest, ExportThenImportIntoAnotherStore) {
+  HistoryStore history;
+  std::string error;
+  history.Record("/tmp/pip-install-a/build/k.o", 5, "cc g++ .cc", Rec(700 * kMiB), &error);
+  UserStore store = Store("/tmp/pip-install-a/build");
+  store.Load();
+  store.AddBuildHistory(history, kNow);
+  const std::string exported = (root_ / "export.txt").string();
+  ASSERT_TRUE(store.ExportTo(exported, &error)) << error;
+
+  store_dir_ = (root_ / "other-store").string();
+  UserStore fresh = Store("/tmp/pip-install-b/build");
+  fresh.Load();
+  ASSERT_TRUE(fresh.ImportFrom(exported, kNow, &error)) << error;
+  ASSERT_TRUE(fresh.ImportFrom(exported, kNow, &error)) << error;  // twice adds nothing
+  UserStore reader = Store("/tmp/pip-install-c/build");
+  reader.Load();
+  const EdgeHistory* edge = reader.FindEdge(reader.EdgeKey("k.o", "cc g++ .cc"));
+  ASSERT_NE(edge, nullptr);
+  EXPECT_EQ(edge->recent.size(), 1u);
+  EXPECT_EQ(edge->recent[0].peak_bytes, 700 * kMiB);
+
+  WriteText(root_ / "bad.txt", "# headroom user store v1\nQ\n");
+  EXPECT_FALSE(fresh.ImportFrom((root_ / "bad.txt").string(), kNow, &error));
+  EXPECT_NE(error.find("corrupt"), std::string::npos);
+}
+
+TEST_F(UserStoreTest, SeededClassesKeepTheBuildDirFileValid) {
+  // Seeded classes live in memory only; a class recorded after them must still get a dense id in the file.
+  const std::string path = (root_ / HistoryStore::kFileName).string();
+  {
+    HistoryStore history;
+    ASSERT_EQ(history.Open(path), "");
+    history.AddClassSample("seeded g++ .cc", Rec(kMiB));
+    std::string error;
+    ASSERT_TRUE(history.Record("a.o", 1, "own clang++ .cc", Rec(2 * kMiB), &error)) << error;
+  }
+  HistoryStore reloaded;
+  EXPECT_EQ(reloaded.Open(path), "");
+  ASSERT_NE(reloaded.FindEdge("a.o", 1), nullptr);
+  EXPECT_EQ(reloaded.FindClass("own clang++ .cc")->completed(), 1u);
+}
+
+TEST_F(UserStoreTest, LegacyBuildDirHistoryIsMigratedOnce) {
+  const fs::path legacy = root_ / HistoryStore::kLegacyFileName;
+  const std::string path = (root_ / HistoryStore::kFileName).string();
+  {
+    HistoryStore old;
+    ASSERT_EQ(old.Open(legacy.string()), "");
+    std::string error;
+    old.Record("a.o", 1, "cc g++ .cc", Rec(kMiB), &error);
+  }
+  HistoryStore store;
+  EXPECT_EQ(store.Open(path), "");
+  EXPECT_NE(store.FindEdge("a.o", 1), nullptr);
+  EXPECT_FALSE(fs::exists(legacy));
+  EXPECT_TRUE(fs::exists(path));
+  store.Close();
+  HistoryStore again;
+  EXPECT_EQ(again.Open(path), "");
+  EXPECT_NE(again.FindEdge("a.o", 1), nullptr);
+}
+
+}  // namespace
+}  // namespace headroom
