@@ -32,6 +32,7 @@ const std::vector<Tool>& AllTools() {
       {"urtle", nullptr, Phase::kAfterFlags, ToolUrtle},
       // headroom's own tool stays out of `-t list`, whose output must match ninja's byte for byte.
       {"memstats", nullptr, Phase::kAfterLoad, ToolMemStats},
+      {"history", nullptr, Phase::kAfterFlags, ToolHistory},
   };
   return kTools;
 }

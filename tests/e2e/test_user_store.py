@@ -196,3 +196,33 @@ def test_legacy_history_is_migrated_once(tmp_path):
     assert not (work / ".headroom_history").exists()
     assert (work / ".ninja_headroom").is_file()
     assert set(sources(tmp_path / "t.json").values()) == {"edge history"}
+
+
+def test_history_export_then_import_on_a_fresh_machine(tmp_path):
+    """The CI pattern: restore a cached file, import it, build, export it for the next run."""
+    first_store, second_store = tmp_path / "runner1", tmp_path / "runner2"
+    work = project(tmp_path / "ci1" / "src")
+    assert run([], work, env_for(first_store, tmp_path)).returncode == 0
+    exported = tmp_path / "cache" / "headroom-history.txt"
+    exported.parent.mkdir()
+    r = run(["-t", "history", "export", str(exported)], work, env_for(first_store, tmp_path))
+    assert (r.returncode, r.stderr) == (0, ""), r.stderr
+    # Export works without a store too: the build dir's own history alone.
+    only_dir = tmp_path / "only-dir.txt"
+    r = run(["--no-store", "-t", "history", "export", str(only_dir)], work, env_for(first_store, tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert len([ln for ln in only_dir.read_text().splitlines() if ln.startswith("E\t")]) == 3
+
+    fresh = project(tmp_path / "ci2" / "src")
+    env = env_for(second_store, tmp_path)
+    r = run(["-t", "history", "import", str(exported)], fresh, env)
+    assert (r.returncode, r.stderr) == (0, ""), r.stderr
+    assert run(["-t", "history", "path"], fresh, env).stdout.strip() == str(second_store)
+    r = run(["--trace=" + str(tmp_path / "t.json")], fresh, env)
+    assert r.returncode == 0, r.stderr
+    assert set(sources(tmp_path / "t.json").values()) == {"edge history"}
+
+    r = run(["-t", "history", "import", str(tmp_path / "missing.txt")], fresh, env)
+    assert r.returncode == 1 and "missing.txt" in r.stderr, r.stderr
+    r = run(["-t", "history"], fresh, env)
+    assert r.returncode == 1 and "usage: ninja -t history" in r.stdout

@@ -18,6 +18,7 @@ int ToolCompilationDatabase(const ToolContext& context, const ToolArgs& args);
 int ToolCompilationDatabaseForTargets(const ToolContext& context, const ToolArgs& args);
 int ToolDeps(const ToolContext& context, const ToolArgs& args);
 int ToolGraph(const ToolContext& context, const ToolArgs& args);
+int ToolHistory(const ToolContext& context, const ToolArgs& args);
 int ToolInputs(const ToolContext& context, const ToolArgs& args);
 int ToolMemStats(const ToolContext& context, const ToolArgs& args);
 int ToolMissingDeps(const ToolContext& context, const ToolArgs& args);
