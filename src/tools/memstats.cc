@@ -1,12 +1,14 @@
 // `-t memstats [--json]`: what headroom measured (peaks, durations, how) per edge and per job class,
-// heaviest first, read from .headroom_history without modifying it.
+// heaviest first, read from .ninja_headroom without modifying it; then the per-user store's heaviest edges.
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 
 #include <nlohmann/json.hpp>
 
 #include "headroom/util/byte_size.h"
 #include "headroom/history/history_store.h"
+#include "headroom/history/user_store.h"
 #include "headroom/tools/tools.h"
 #include "headroom/util/messages.h"
 
@@ -74,10 +76,36 @@ std::vector<const ClassStats*> ClassRows(const HistoryStore& history) {
   return rows;
 }
 
+constexpr size_t kStoreEdgesShown = 20;
+
+// The store's edges, heaviest first (at most kStoreEdgesShown): what a new build dir would start from.
+std::vector<EdgeRow> StoreRows(const UserStore& store) {
+  std::vector<EdgeRow> rows;
+  for (const auto& [key, stored] : store.contents().edges) {
+    const RecentRuns& runs = stored.history.recent;
+    if (runs.empty()) continue;
+    EdgeRow row;
+    row.output = stored.output;
+    row.runs = runs.size();
+    row.last_peak = runs.back().peak_bytes;
+    row.last_duration_ms = runs.back().duration_ms;
+    row.method = MethodName(runs.back().method);
+    for (const HistoryRecord& record : runs) {
+      if (record.killed()) ++row.killed;
+      row.peak = std::max(row.peak, record.peak_bytes);
+    }
+    rows.push_back(std::move(row));
+  }
+  std::sort(rows.begin(), rows.end(), [](const EdgeRow& a, const EdgeRow& b) {
+    return a.peak != b.peak ? a.peak > b.peak : a.output < b.output;
+  });
+  if (rows.size() > kStoreEdgesShown) rows.resize(kStoreEdgesShown);
+  return rows;
+}
+
 std::string Seconds(int64_t ms) { return fmt::format("{:.1f}s", static_cast<double>(ms) / 1000.0); }
 
-void PrintText(const std::vector<EdgeRow>& edges, const std::vector<const ClassStats*>& classes) {
-  printf("edges (%zu, heaviest first):\n", edges.size());
+void PrintEdgeRows(const std::vector<EdgeRow>& edges) {
   printf("  %10s  %10s  %9s  %4s  %6s  %-8s  %s\n", "peak", "last", "duration", "runs", "killed", "measured",
          "output");
   for (const EdgeRow& row : edges) {
@@ -85,6 +113,29 @@ void PrintText(const std::vector<EdgeRow>& edges, const std::vector<const ClassS
            FormatBytes(row.last_peak).c_str(), Seconds(row.last_duration_ms).c_str(), row.runs, row.killed,
            row.method, row.output.c_str());
   }
+}
+
+void PrintStoreText(const UserStore& store, const std::vector<EdgeRow>& rows) {
+  printf("user store %s (%zu edges, %zu classes; heaviest %zu edges):\n", store.dir().c_str(), store.edge_count(),
+         store.class_count(), rows.size());
+  PrintEdgeRows(rows);
+}
+
+nlohmann::json EdgeJson(const EdgeRow& row) {
+  nlohmann::json out = {{"output", row.output},
+                        {"peak_bytes", row.peak},
+                        {"last_peak_bytes", row.last_peak},
+                        {"last_duration_ms", row.last_duration_ms},
+                        {"runs", row.runs},
+                        {"killed_runs", row.killed},
+                        {"measured_by", row.method}};
+  if (!row.class_key.empty()) out["class"] = row.class_key;
+  return out;
+}
+
+void PrintText(const std::vector<EdgeRow>& edges, const std::vector<const ClassStats*>& classes) {
+  printf("edges (%zu, heaviest first):\n", edges.size());
+  PrintEdgeRows(edges);
   printf("classes (%zu, heaviest first):\n", classes.size());
   printf("  %10s  %10s  %9s  %5s  %6s  %s\n", "max", "p90", "mean dur", "jobs", "killed", "class");
   for (const ClassStats* stats : classes) {
@@ -95,7 +146,8 @@ void PrintText(const std::vector<EdgeRow>& edges, const std::vector<const ClassS
   }
 }
 
-void PrintJson(const std::vector<EdgeRow>& edges, const std::vector<const ClassStats*>& classes) {
+void PrintJson(const std::vector<EdgeRow>& edges, const std::vector<const ClassStats*>& classes,
+               const UserStore* store, const std::vector<EdgeRow>& store_rows) {
   nlohmann::json out;
   out["edges"] = nlohmann::json::array();
   for (const EdgeRow& row : edges) {
@@ -116,6 +168,14 @@ void PrintJson(const std::vector<EdgeRow>& edges, const std::vector<const ClassS
                               {"mean_duration_ms", stats->MeanDurationMs()},
                               {"completed_jobs", stats->completed()},
                               {"killed_jobs", stats->killed()}});
+  }
+  if (store) {
+    nlohmann::json heaviest = nlohmann::json::array();
+    for (const EdgeRow& row : store_rows) heaviest.push_back(EdgeJson(row));
+    out["user_store"] = {{"dir", store->dir()},
+                         {"edges", store->edge_count()},
+                         {"classes", store->class_count()},
+                         {"heaviest_edges", heaviest}};
   }
   printf("%s\n", out.dump(2).c_str());
 }
@@ -140,10 +200,21 @@ int ToolMemStats(const ToolContext& context, const ToolArgs& args) {
   if (!warning.empty()) Warning("{}", warning);
   std::vector<EdgeRow> edges = EdgeRows(history);
   std::vector<const ClassStats*> classes = ClassRows(history);
-  if (json)
-    PrintJson(edges, classes);
-  else
+  // The store is shown once it holds something: what a new build dir, or this one's unmeasured edges, start from.
+  std::unique_ptr<UserStore> store;
+  std::vector<EdgeRow> store_rows;
+  if (!context.options->store_dir.empty()) {
+    store = std::make_unique<UserStore>(context.options->store_dir, PathNormaliser::ForBuild(""));
+    if (std::string warning = store->Load(); !warning.empty()) Warning("{}", warning);
+    if (store->edge_count() == 0 && store->class_count() == 0) store.reset();
+    if (store) store_rows = StoreRows(*store);
+  }
+  if (json) {
+    PrintJson(edges, classes, store.get(), store_rows);
+  } else {
     PrintText(edges, classes);
+    if (store) PrintStoreText(*store, store_rows);
+  }
   return 0;
 }
 

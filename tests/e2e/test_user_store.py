@@ -83,6 +83,12 @@ def test_second_build_in_a_fresh_temp_dir_starts_warm(tmp_path):
     # The store keeps one entry per edge: the temp dir's random part is not part of its identity.
     assert len(store_edges(store)) == 3
     assert all("pip-install" not in line for line in store_edges(store))
+    # -t memstats shows the store after the build dir's own figures, with both builds' runs.
+    r = run(["-t", "memstats", "--json"], second, env)
+    assert r.returncode == 0, r.stderr
+    shown = json.loads(r.stdout)["user_store"]
+    assert (shown["dir"], shown["edges"]) == (str(store), 3)
+    assert {e["output"]: e["runs"] for e in shown["heaviest_edges"]} == {"obj0.o": 2, "obj1.o": 2, "obj2.o": 2}
 
 
 def test_no_store_flag_and_env_turn_it_off(tmp_path):

@@ -80,6 +80,7 @@ class UserStore {
   // Parses store text into *contents; returns a warning for damage (what came before it is kept).
   static std::string Parse(std::string_view text, const std::string& name, Contents* contents);
   static std::string Serialise(const Contents& contents, const UserStoreLimits& limits, int64_t now_s);
+  const Contents& contents() const { return contents_; }
 
  private:
   struct Pending {
