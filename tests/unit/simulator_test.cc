@@ -428,9 +428,10 @@ void ExpectNoOomAndWarmMatchesBestFixedJ(const ScaleTable& table) {
   EXPECT_LE(table.Row("headroom warm").makespan_ms, table.best.makespan_ms) << "best fixed -j" << table.best.j;
 }
 
-// Issue #12's cold claim. It does NOT hold yet (see docs/benchmarks.md, "Issue #12"): members of an unmeasured
-// heavy family wait for the probe to finish, not to peak, and the probe is a 270-330 s compile. Enable these
-// tests when cold admission learns from the probe's live curve.
+// Issue #12's cold claim: the first build no slower than the best fixed -j. It does NOT hold yet for the
+// CUTLASS-prior kernels (docs/benchmarks.md, "Issue #12"): jobs of an unmeasured heavy family start one per peak
+// of the one before (12-35 s apart) although 256 GiB hold 30 of them at the prior, until the first member
+// finishes; the 270-330 s compiles so start late. The flash-attn test is disabled until cold admission stops that.
 void ExpectColdMatchesBestFixedJ(const ScaleTable& table) {
   ASSERT_GT(table.best.j, 0);
   EXPECT_LE(table.Row("headroom cold").makespan_ms, table.best.makespan_ms) << "best fixed -j" << table.best.j;
@@ -447,21 +448,18 @@ TEST(SimulatorScaleTest, FlashAttnFromMeasuredProfilesNeverOomsAndWarmMatchesBes
   }
 }
 
-TEST(SimulatorScaleTest, MixedProjectFromMeasuredProfilesNeverOomsAndWarmMatchesBestFixedJ) {
+// The mixed project's nvcc jobs have the plain (1 GiB per pipeline) prior: its cold build holds the claim too.
+TEST(SimulatorScaleTest, MixedProjectFromMeasuredProfilesNeverOomsAndColdAndWarmMatchBestFixedJ) {
   for (const MachineShape& shape : kShapes) {
-    ExpectNoOomAndWarmMatchesBestFixedJ(ScaleFor("mixed project", MixedFromProfiles(OwnCompiles()), shape));
+    ScaleTable table = ScaleFor("mixed project", MixedFromProfiles(OwnCompiles()), shape);
+    ExpectNoOomAndWarmMatchesBestFixedJ(table);
+    ExpectColdMatchesBestFixedJ(table);
   }
 }
 
 TEST(SimulatorScaleTest, DISABLED_FlashAttnFromMeasuredProfilesColdMatchesBestFixedJ) {
   for (const MachineShape& shape : kShapes) {
     ExpectColdMatchesBestFixedJ(ScaleFor(FlashWorkloadName(), FlashAttnFromProfiles(FlashKernelsOrStandIns()), shape));
-  }
-}
-
-TEST(SimulatorScaleTest, DISABLED_MixedProjectFromMeasuredProfilesColdMatchesBestFixedJ) {
-  for (const MachineShape& shape : kShapes) {
-    ExpectColdMatchesBestFixedJ(ScaleFor("mixed project", MixedFromProfiles(OwnCompiles()), shape));
   }
 }
 
