@@ -18,7 +18,7 @@ using FileSizeFn = std::function<std::optional<uint64_t>(const std::string& path
 
 // The figures priors are built from; docs/scheduling.md says where each comes from.
 struct PriorConstants {
-  // nvcc, per device pipeline (cicc then ptxas for one target), measured with nvcc 13 (docs/priors.md):
+  // nvcc, per device pipeline (cicc then ptxas for one target), measured with nvcc 13 (table: docs/priors.md):
   // CUTLASS/CuTe translation units (flash-attn, vLLM, xformers kernels; recognised by a cutlass include path)
   // and everything else (CUB/Thrust-heavy code peaked at ~0.75 GiB per pipeline). The front end (cudafe++, the
   // host compiler) runs before the pipelines and is a floor for a single one.
