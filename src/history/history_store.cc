@@ -182,13 +182,15 @@ void RecentRuns::Add(const HistoryRecord& record) {
     size_ = 1;
     return;
   }
-  if (!more_) {  // a second run: move to the heap, where all of them stay from now on
-    more_ = std::make_unique<HistoryRecord[]>(kCapacity);
-    if (size_ == 1) more_[0] = one_;
-  }
-  if (size_ == kCapacity) {
+  if (size_ == kCapacity) {  // full: the oldest run goes
     std::move(more_.get() + 1, more_.get() + kCapacity, more_.get());
     --size_;
+  } else if (size_ == (more_ ? capacity_ : 1)) {  // grow; the records move to the heap at the second run
+    const size_t grown = more_ ? std::min<size_t>(kCapacity, 2u * capacity_) : 2;
+    auto bigger = std::make_unique<HistoryRecord[]>(grown);
+    std::copy(begin(), end(), bigger.get());
+    more_ = std::move(bigger);
+    capacity_ = static_cast<uint8_t>(grown);
   }
   more_[size_++] = record;
 }

@@ -33,6 +33,7 @@ struct HistoryRecord {
 
 // The last few runs of one edge, oldest first, read like a vector. Most edges have run once since their
 // command last changed, so the first record lives inline: a 50k-edge history needs no allocation per edge.
+// Later runs go to the heap in 2, 4, then kCapacity slots.
 class RecentRuns {
  public:
   static constexpr size_t kCapacity = 8;
@@ -57,8 +58,9 @@ class RecentRuns {
   const HistoryRecord* data() const { return more_ ? more_.get() : &one_; }
 
   HistoryRecord one_;                       // the only record while there has been one
-  std::unique_ptr<HistoryRecord[]> more_;   // all of them once a second arrives (kCapacity slots)
+  std::unique_ptr<HistoryRecord[]> more_;   // all of them once a second arrives
   uint8_t size_ = 0;
+  uint8_t capacity_ = 0;                    // of more_
 };
 
 // The history of one edge (first output path) with its current command.
