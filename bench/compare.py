@@ -28,6 +28,9 @@ def ninja_default():
         return shutil.which("ninja")
 
 
+HEADROOM_ENV = {}
+
+
 def run(argv, cwd, env=None):
     """Runs argv under /usr/bin/time; returns dict(wall, cpu, rss_kb, rc, out).
 
@@ -37,6 +40,8 @@ def run(argv, cwd, env=None):
     tf = os.path.join(cwd, ".bench_time")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
+    if HEADROOM_ENV and os.path.basename(argv[0]) != "ninja":
+        env = dict(env or os.environ, **HEADROOM_ENV)
     p = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", tf] + argv, cwd=cwd,
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
     wall = time.monotonic() - t0
@@ -126,8 +131,13 @@ def main():
                     help="before the no-op, give headroom a .headroom_history with one record per .ninja_log output "
                          "(what a build with memory control on leaves; with --setup-no-memory there is none)")
     ap.add_argument("--skip", default="", help="comma list of: load,noop,trivial")
+    ap.add_argument("--reuse-noop-trees", action="store_true",
+                    help="no-op: reuse OUT/noop-ninja and OUT/noop-headroom built by an earlier run (no full builds)")
+    ap.add_argument("--headroom-env", default="", help="NAME=VALUE[,NAME=VALUE] for every headroom run, "
+                    "e.g. HEADROOM_STORE=off")
     a = ap.parse_args()
     headroom = os.path.abspath(a.headroom)
+    HEADROOM_ENV.update(kv.split("=", 1) for kv in filter(None, a.headroom_env.split(",")))
     stub = a.stub_cc or os.path.join(os.path.dirname(headroom), "bench", "stub_cc")
     stub = os.path.abspath(stub)
     skip = set(filter(None, a.skip.split(",")))
@@ -165,12 +175,17 @@ def main():
     if "noop" not in skip:
         dirs = {}
         for tool in order:
+            if a.reuse_noop_trees:
+                dirs[tool] = os.path.join(a.out, f"noop-{tool}")
+                if not os.path.exists(os.path.join(dirs[tool], ".ninja_log")):
+                    sys.exit(f"--reuse-noop-trees: {dirs[tool]} holds no build")
+                continue
             d = fresh_tree(f"noop-{tool}")
             extra = ["--no-memory"] if (tool == "headroom" and a.setup_no_memory) else []
             r = check(run(tools[tool] + extra + [f"-j{a.build_j}", "--quiet"], d), f"{tool} full build")
             add("full_build", tool, r)
             dirs[tool] = d
-        if a.seed_history:
+        if a.seed_history and not a.reuse_noop_trees:
             seed_history(dirs["headroom"])
         # headroom twice: by default (memory control: reads .headroom_history, probes memory) and --no-memory.
         noop_variants = {"ninja": (tools["ninja"], dirs["ninja"]), "headroom": (tools["headroom"], dirs["headroom"]),
