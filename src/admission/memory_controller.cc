@@ -407,6 +407,7 @@ void MemoryController::BuildEnded() {
   for (const auto& [id, running] : running_) {
     const uint64_t peak = std::max(parts_.meter->PeakSoFar(running.meter_key), running.job.peak_rss);
     RecordJobEnd(running, now, peak, "sampled", "interrupted", -1);
+    parts_.meter->Abandon(running.meter_key);
   }
   running_.clear();
 }

@@ -54,6 +54,28 @@ void ContinueTasks(const std::string& dir) {
   }
 }
 
+bool HasTasks(const std::string& dir) {
+  std::string text, err;
+  if (!ReadWholeFile(dir + "/cgroup.procs", &text, &err)) return false;
+  return text.find_first_not_of(" \n") != std::string::npos;
+}
+
+// After headroom's death its jobs run on as orphans (as under ninja). Once the last has ended, the cgroups
+// headroom made for them are removed, so a killed headroom leaves no directories behind.
+void RemoveGroupsWhenEmpty(const GuardUndoPlan& plan) {
+  for (;;) {
+    bool busy = false;
+    for (const std::string& job : ChildDirs(plan.group_dir)) busy = busy || HasTasks(job);
+    if (!busy) break;
+    usleep(500'000);
+  }
+  for (const std::string& group : {plan.v1_freezer_group_dir, plan.group_dir}) {
+    if (group.empty()) continue;
+    for (const std::string& job : ChildDirs(group)) rmdir(job.c_str());
+    rmdir(group.c_str());
+  }
+}
+
 // The watcher: a child that outlives headroom, blocked on a pipe whose only writer is headroom. Any end
 // of headroom (exit, a signal, SIGKILL) closes the pipe; unless headroom first said it undid the guard
 // itself, the watcher undoes it, so no task stays paused at the limit or frozen. It leaves the terminal's
@@ -73,7 +95,10 @@ void ContinueTasks(const std::string& dir) {
   do {
     n = read(keepalive_fd, &verdict, 1);
   } while (n < 0 && errno == EINTR);
-  if (!(n == 1 && verdict == kReleasedVerdict)) UndoGuard(plan);
+  if (!(n == 1 && verdict == kReleasedVerdict)) {
+    UndoGuard(plan);
+    RemoveGroupsWhenEmpty(plan);
+  }
   _exit(0);
 }
 

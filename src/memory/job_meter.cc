@@ -2,6 +2,7 @@
 #include "headroom/memory/job_meter.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 
@@ -41,7 +42,27 @@ JobMeter::JobMeter(std::unique_ptr<JobCgroups> cgroups, JobMeterOptions options)
       sampler_(options_.root + "/proc", options_.full_rescan_every),
       system_oom_(options_.root) {}
 
-JobMeter::~JobMeter() = default;
+// An aborted job's leader is reaped, but processes of its tree may still be exiting (freeing their
+// memory takes a moment); the per-build cgroup can only go once its job cgroups are empty. Processes that
+// outlive the wait (a daemon a job started) keep their cgroup, as a finished job's strays do.
+JobMeter::~JobMeter() {
+  if (!cgroups_ || abandoned_.empty()) return;
+  constexpr int kWaitSteps = 100;  // 100 x 10 ms
+  for (int step = 0; step < kWaitSteps; ++step) {
+    std::string err;
+    std::erase_if(abandoned_, [&](int key) { return cgroups_->RemoveJob(key, &err); });
+    if (abandoned_.empty()) return;
+    usleep(10'000);
+  }
+}
+
+void JobMeter::Abandon(JobId id) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return;
+  if (it->second.in_cgroup) abandoned_.push_back(static_cast<int>(id));
+  if (!it->second.in_cgroup && it->second.pgid > 0) sampler_.Untrack(it->second.pgid);
+  jobs_.erase(it);
+}
 
 std::string JobMeter::PrepareJob(JobId id) {
   Job& job = jobs_[id];

@@ -283,8 +283,10 @@ def test_no_task_stays_paused_after_headroom_is_interrupted_or_killed(tmp_path, 
             proc.wait()
     if sig == signal.SIGKILL:
         assert proc.returncode == -signal.SIGKILL
-        # The watcher gives the group back to the kernel's rules: no limit of headroom's, OOM killer on.
-        wait_until(lambda: oom_control(group).get("oom_kill_disable") == 0, "the watcher undid the guard")
+        # The watcher gives the group back to the kernel's rules (no limit of headroom's, OOM killer on), and
+        # removes it once the orphaned jobs have ended.
+        wait_until(lambda: not group.exists() or oom_control(group).get("oom_kill_disable") == 0,
+                   "the watcher undid the guard")
     else:
         assert proc.returncode != 0
         assert "interrupted by user" in output, output
@@ -300,4 +302,5 @@ def test_no_task_stays_paused_after_headroom_is_interrupted_or_killed(tmp_path, 
         return not stuck and oom_control(group).get("under_oom", 0) == 0
 
     wait_until(nothing_stuck, "no task waits at a limit or is frozen (%s)" % stuck)
-    wait_until(lambda: not box.tasks(), "the jobs ended")
+    wait_until(lambda: not box.tasks(), "the jobs (and the watcher) ended")
+    wait_until(lambda: not group.exists(), "headroom's cgroups are gone")

@@ -412,13 +412,14 @@ TEST_F(RealGuardTest, WatcherFreesAPausedTaskWhenTheGuardsOwnerIsGone) {
   ASSERT_FALSE(dir.empty()) << err;
   auto hog = memory_test::StartMemhog({"--mb", "250", "--ramp-ms", "100", "--hold-ms", "100"}, dir);
   WaitForStall();
-  // As if headroom were SIGKILLed: the watcher lifts the limit, and the task goes on as without headroom.
+  // As if headroom were SIGKILLed: the watcher lifts the limit, the task goes on as without headroom, and once
+  // it has ended the watcher removes the cgroups (it returns only then, so the task did not stay paused).
   guard_->AbandonWatcherForTest();
-  EXPECT_EQ(ParseKeyedValue(ReadText(cgroups_->build_dir() + "/memory.oom_control"), "oom_kill_disable"), 0u);
   JobExit exit = memory_test::ReapMemhog(hog, 1);
   EXPECT_TRUE(exit.exited_normally);
   EXPECT_EQ(exit.exit_code, 0);
-  EXPECT_EQ(ParseKeyedValue(ReadText(cgroups_->build_dir() + "/memory.oom_control"), "under_oom"), 0u);
+  struct stat st;
+  EXPECT_NE(stat(cgroups_->build_dir().c_str(), &st), 0) << "the watcher removes the emptied cgroups";
   EXPECT_TRUE(cgroups_->RemoveJob(1, &err)) << err;
 }
 

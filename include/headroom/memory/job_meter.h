@@ -70,6 +70,9 @@ class JobMeter {
   // job's cgroup, or retries later while leftover processes still live in it.
   JobMemoryResult Finish(const JobExit& exit);
   std::vector<std::string> TakeWarnings();
+  // The build is stopping while job `id` runs (the runner then signals it and reaps its leader). Its cgroup
+  // is removed when the meter goes, after waiting up to a second for its last processes to finish exiting.
+  void Abandon(JobId id);
 
   // The build guard over the per-build cgroup, capped at `limit_bytes` (build_guard.h). Returns it, or
   // nullptr with *why_not saying why the build runs unguarded. A second call keeps the armed guard.
@@ -102,6 +105,7 @@ class JobMeter {
   bool system_oom_read_ = false;
   std::map<JobId, Job> jobs_;
   std::vector<int> pending_removals_;
+  std::vector<int> abandoned_;  // jobs of an aborted build; waited for in the destructor
   std::vector<std::string> warnings_;
   bool warned_job_cgroup_ = false;
 };
