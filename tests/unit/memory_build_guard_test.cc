@@ -14,6 +14,7 @@
 #include "headroom/memory/job_cgroups.h"
 #include "headroom/memory/memory_parsers.h"
 #include "headroom/memory/memory_probe.h"
+#include "headroom/report/summary.h"
 #include "memory_test_support.h"
 
 namespace headroom {
@@ -326,6 +327,28 @@ TEST(ChooseGuardVictimTest, NoSecondKillWhileOneIsFreeingMemory) {
   std::vector<RunningJob> running = {Job(1, 500 * kMiB), Job(2, 200 * kMiB)};
   EXPECT_EQ(ChooseGuardVictim(running, true, 10 * kMiB), std::nullopt);
   EXPECT_EQ(ChooseGuardVictim({}, false, 10 * kMiB), std::nullopt);
+}
+
+// --- What the summary says about the guard.
+
+TEST(GuardSummaryTest, SaysWhatGuardsTheBuildAndWhatItCost) {
+  BuildTimeline timeline;
+  MemoryDecisions decisions;
+  decisions.budget_bytes = 1024 * kMiB;
+  decisions.guard = "no build guard: no per-job cgroups";
+  std::vector<std::string> lines = SummaryLines(timeline, decisions);
+  EXPECT_EQ(std::count(lines.begin(), lines.end(), "no build guard: no per-job cgroups"), 1);
+
+  MemoryDecisions pass;
+  pass.guard = "build guard: cgroup v1";
+  pass.guard_stalls = 2;
+  pass.guard_kills = 3;
+  MemoryDecisions total;
+  AddDecisions(&total, pass);
+  lines = SummaryLines(timeline, total);
+  EXPECT_NE(std::find(lines.begin(), lines.end(),
+                      "build guard: cgroup v1; stalled at the limit 2 times, 3 jobs killed and requeued"),
+            lines.end());
 }
 
 // --- Real cgroup v1 (root): tasks wait at the limit instead of dying, and only headroom's choice frees them.
