@@ -24,7 +24,7 @@ namespace headroom {
 
 namespace {
 
-constexpr uint64_t kMinHighGapBytes = 16ull << 20;
+constexpr uint64_t kMinHighGapBytes = 32ull << 20;
 constexpr char kReleasedVerdict = 'r';  // headroom undid the guard itself: the watcher has nothing to do
 
 std::vector<std::string> ChildDirs(const std::string& dir) {
@@ -180,8 +180,10 @@ bool BuildGuard::ArmV1(std::string* err) {
 // the build's tasks first, and headroom frees memory while they are throttled.
 bool BuildGuard::ArmV2(std::string* err) {
   const std::string& dir = options_.group_dir;
+  // The kernel's throttle grows with the square of how far a group is above memory.high, so a gap of an
+  // eighth lets it slow the build to a crawl well before memory.max, where the kernel would kill.
   uint64_t gap = options_.v2_high_gap_bytes ? options_.v2_high_gap_bytes
-                                            : std::max(kMinHighGapBytes, options_.limit_bytes / 16);
+                                            : std::max(kMinHighGapBytes, options_.limit_bytes / 8);
   high_bytes_ = options_.limit_bytes > 2 * gap ? options_.limit_bytes - gap : options_.limit_bytes / 2;
   if (!WriteWholeFile(dir + "/memory.max", std::to_string(options_.limit_bytes), err) ||
       !WriteWholeFile(dir + "/memory.high", std::to_string(high_bytes_), err)) {

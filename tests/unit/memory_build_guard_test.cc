@@ -201,18 +201,18 @@ TEST(BuildGuardV2Test, ArmPutsMemoryHighBelowMemoryMax) {
   auto guard = BuildGuard::Arm(build.options, &err);
   ASSERT_NE(guard, nullptr) << err;
   EXPECT_EQ(ReadText(build.fake.Path("cg/hr/memory.max")), std::to_string(1024 * kMiB));
-  EXPECT_EQ(guard->high_bytes(), 960 * kMiB);  // a sixteenth below
-  EXPECT_EQ(ReadText(build.fake.Path("cg/hr/memory.high")), std::to_string(960 * kMiB));
+  EXPECT_EQ(guard->high_bytes(), 896 * kMiB);  // an eighth below
+  EXPECT_EQ(ReadText(build.fake.Path("cg/hr/memory.high")), std::to_string(896 * kMiB));
   EXPECT_NE(guard->Describe().find("memory.high"), std::string::npos) << guard->Describe();
 }
 
-TEST(BuildGuardV2Test, SmallLimitsKeepAtLeastSixteenMebibytesOfGap) {
+TEST(BuildGuardV2Test, SmallLimitsKeepAtLeastThirtyTwoMebibytesOfGap) {
   FakeV2Build build;
   build.options.limit_bytes = 100 * kMiB;
   std::string err;
   auto guard = BuildGuard::Arm(build.options, &err);
   ASSERT_NE(guard, nullptr) << err;
-  EXPECT_EQ(guard->high_bytes(), 84 * kMiB);
+  EXPECT_EQ(guard->high_bytes(), 68 * kMiB);
 }
 
 TEST(BuildGuardV2Test, ThrottledAboveHighUnderPressureIsAStall) {
@@ -242,7 +242,7 @@ TEST(BuildGuardV2Test, ThrottlingWithoutPressureOrBelowHighIsNoStall) {
   build.Pressure(1'002'000);  // 1% stalled: reclaim keeps up
   EXPECT_FALSE(guard->Check(1200).stalled);
   build.Events(7, 0, 0, 0);
-  build.Current(900 * kMiB);  // back under high
+  build.Current(800 * kMiB);  // back under high
   build.Pressure(1'200'000);
   EXPECT_FALSE(guard->Check(1400).stalled);
   build.Current(1000 * kMiB);  // above high, but no throttling since the last check
@@ -258,7 +258,7 @@ TEST(BuildGuardV2Test, ThrottlingCountsAloneWithoutPressureFile) {
   ASSERT_NE(guard, nullptr) << err;
   guard->Check(1000);
   build.Events(4, 0, 0, 0);
-  build.Current(970 * kMiB);
+  build.Current(900 * kMiB);
   EXPECT_TRUE(guard->Check(1200).stalled);
 }
 

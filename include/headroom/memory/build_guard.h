@@ -20,7 +20,7 @@ struct BuildGuardOptions {
   std::string group_dir;              // the per-build cgroup (JobCgroups::build_dir()), jobs in its children
   std::string v1_freezer_group_dir;   // v1: the matching freezer cgroup, whose children undo thaws
   uint64_t limit_bytes = 0;           // v1 memory.limit_in_bytes, v2 memory.max
-  // v2: memory.high sits this far below memory.max (0: a sixteenth of the limit, at least 16 MiB), so the
+  // v2: memory.high sits this far below memory.max (0: an eighth of the limit, at least 32 MiB), so the
   // kernel throttles the build and headroom has ticks to act before the group's OOM killer would.
   uint64_t v2_high_gap_bytes = 0;
   // v2: throttling counts as a stall only while the group's PSI "some" share of the last interval is at
