@@ -84,11 +84,17 @@ void RemoveGroupsWhenEmpty(const GuardUndoPlan& plan) {
 [[noreturn]] void RunWatcher(int keepalive_fd, const GuardUndoPlan& plan) {
   setpgid(0, 0);
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU}) signal(sig, SIG_IGN);
-  // Holding headroom's stdout or a job's pipe open would keep its readers waiting for EOF.
-  long max_fd = sysconf(_SC_OPEN_MAX);
-  if (max_fd < 0 || max_fd > 65536) max_fd = 65536;
-  for (int fd = 0; fd < max_fd; ++fd) {
-    if (fd != keepalive_fd) close(fd);
+  // Holding headroom's stdout or a job's pipe open would keep its readers waiting for EOF. One close_range
+  // call each side of the keep-alive descriptor (Linux 5.9), else a loop.
+  const unsigned keep = static_cast<unsigned>(keepalive_fd);
+  bool closed = (keep == 0 || syscall(SYS_close_range, 0u, keep - 1, 0u) == 0) &&
+                syscall(SYS_close_range, keep + 1, ~0u, 0u) == 0;
+  if (!closed) {
+    long max_fd = sysconf(_SC_OPEN_MAX);
+    if (max_fd < 0 || max_fd > 65536) max_fd = 65536;
+    for (int fd = 0; fd < max_fd; ++fd) {
+      if (fd != keepalive_fd) close(fd);
+    }
   }
   char verdict = 0;
   ssize_t n;
