@@ -1,4 +1,4 @@
-// `-t memstats [--json]`: what headroom measured (peaks, durations, how) per edge and per job class,
+// `-t memstats [--json]`: what headroom measured (peaks, durations, how) per edge, per job class and per family,
 // heaviest first, read from .ninja_headroom without modifying it; then the per-user store's heaviest edges.
 #include <algorithm>
 #include <cstdio>
@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "headroom/util/byte_size.h"
+#include "headroom/estimator/estimator.h"
 #include "headroom/history/history_store.h"
 #include "headroom/history/user_store.h"
 #include "headroom/tools/tools.h"
@@ -133,6 +134,30 @@ nlohmann::json EdgeJson(const EdgeRow& row) {
   return out;
 }
 
+void PrintFamiliesText(const std::vector<FamilyStats>& families) {
+  printf("families (%zu, heaviest first; a family is the classes that differ only in define values):\n",
+         families.size());
+  printf("  %10s  %10s  %9s  %5s  %7s  %s\n", "max", "p90", "mean dur", "jobs", "classes", "family");
+  for (const FamilyStats& family : families) {
+    printf("  %10s  %10s  %9s  %5llu  %7zu  %s\n", FormatBytes(family.max_peak).c_str(),
+           FormatBytes(family.high_peak).c_str(), Seconds(family.mean_duration_ms).c_str(),
+           static_cast<unsigned long long>(family.completed), family.classes, family.key.c_str());
+  }
+}
+
+nlohmann::json FamiliesJson(const std::vector<FamilyStats>& families) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const FamilyStats& family : families) {
+    out.push_back({{"family", family.key},
+                   {"max_peak_bytes", family.max_peak},
+                   {"p90_peak_bytes", family.high_peak},  // the largest member class's p90
+                   {"mean_duration_ms", family.mean_duration_ms},
+                   {"completed_jobs", family.completed},
+                   {"classes", family.classes}});
+  }
+  return out;
+}
+
 void PrintText(const std::vector<EdgeRow>& edges, const std::vector<const ClassStats*>& classes) {
   printf("edges (%zu, heaviest first):\n", edges.size());
   PrintEdgeRows(edges);
@@ -147,7 +172,8 @@ void PrintText(const std::vector<EdgeRow>& edges, const std::vector<const ClassS
 }
 
 void PrintJson(const std::vector<EdgeRow>& edges, const std::vector<const ClassStats*>& classes,
-               const UserStore* store, const std::vector<EdgeRow>& store_rows) {
+               const std::vector<FamilyStats>& families, const UserStore* store,
+               const std::vector<EdgeRow>& store_rows) {
   nlohmann::json out;
   out["edges"] = nlohmann::json::array();
   for (const EdgeRow& row : edges) {
@@ -169,6 +195,7 @@ void PrintJson(const std::vector<EdgeRow>& edges, const std::vector<const ClassS
                               {"completed_jobs", stats->completed()},
                               {"killed_jobs", stats->killed()}});
   }
+  out["families"] = FamiliesJson(families);
   if (store) {
     nlohmann::json heaviest = nlohmann::json::array();
     for (const EdgeRow& row : store_rows) heaviest.push_back(EdgeJson(row));
@@ -200,6 +227,8 @@ int ToolMemStats(const ToolContext& context, const ToolArgs& args) {
   if (!warning.empty()) Warning("{}", warning);
   std::vector<EdgeRow> edges = EdgeRows(history);
   std::vector<const ClassStats*> classes = ClassRows(history);
+  // Families as the estimator groups them: what a class with no data of its own is sized from.
+  const std::vector<FamilyStats> families = Estimator(&history, {}).Families();
   // The store is shown once it holds something: what a new build dir, or this one's unmeasured edges, start from.
   std::unique_ptr<UserStore> store;
   std::vector<EdgeRow> store_rows;
@@ -210,9 +239,10 @@ int ToolMemStats(const ToolContext& context, const ToolArgs& args) {
     if (store) store_rows = StoreRows(*store);
   }
   if (json) {
-    PrintJson(edges, classes, store.get(), store_rows);
+    PrintJson(edges, classes, families, store.get(), store_rows);
   } else {
     PrintText(edges, classes);
+    PrintFamiliesText(families);
     if (store) PrintStoreText(*store, store_rows);
   }
   return 0;
