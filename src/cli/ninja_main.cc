@@ -42,9 +42,9 @@ void NinjaMain::OpenUserStore() {
   if (store_dir_.empty()) return;
   char cwd[PATH_MAX];
   user_store_ = std::make_unique<UserStore>(store_dir_, PathNormaliser::ForBuild(getcwd(cwd, sizeof cwd) ? cwd : ""));
-  std::string warning = user_store_->Load();
-  if (!warning.empty()) status_->Warning(warning);
-  user_store_->SeedClasses(history_.get());
+  // Read when the first job is estimated: a build with nothing to do never pays for a large store.
+  Status* status = status_;
+  user_store_->LoadLazily(history_.get(), [status](const std::string& warning) { status->Warning(warning); });
 }
 
 MemoryController* NinjaMain::EnsureMemoryController() {

@@ -202,6 +202,7 @@ JobProfile Estimator::Profile(const JobDescription& job) const {
 }
 
 Estimate Estimator::Predict(const JobDescription& job, const JobProfile& profile) const {
+  if (user_store_) user_store_->EnsureLoaded();  // seeds its classes into the history before any lookup
   const std::string& class_key = profile.class_key;
   const Prior& prior = profile.prior;
   std::optional<Estimate> best = FromEdgeHistory(job, profile);

@@ -163,15 +163,20 @@ std::string Absolute(std::string dir) {
   return getcwd(cwd, sizeof cwd) ? std::string(cwd) + "/" + dir : dir;
 }
 
+// $XDG_CACHE_HOME/headroom, else ~/.cache/headroom; "" without a home.
+std::string DefaultUserStoreDir() {
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && xdg[0] == '/') return std::string(xdg) + "/headroom";
+  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/headroom";
+  return "";
+}
+
 std::string ResolveUserStoreDir(const char* flag_dir, bool disabled_by_flag) {
   if (disabled_by_flag) return "";
   if (flag_dir && *flag_dir) return Absolute(flag_dir);
   if (const char* env = std::getenv("HEADROOM_STORE"); env && *env) {
     return std::strcmp(env, "off") == 0 || std::strcmp(env, "0") == 0 ? "" : Absolute(env);
   }
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && xdg[0] == '/') return std::string(xdg) + "/headroom";
-  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/headroom";
-  return "";
+  return DefaultUserStoreDir();
 }
 
 UserStore::UserStore(std::string dir, PathNormaliser normaliser, UserStoreLimits limits)
@@ -194,6 +199,9 @@ std::string UserStore::Parse(std::string_view text, const std::string& name, Con
   contents->version = version;
   if (version > kVersion) return "";  // the caller decides: never read, never written
   if (header_end == std::string_view::npos) return fmt::format("{} is truncated", name);
+  // An edge takes at least two lines of about 40 bytes: sizing the table once spares the rehashes that
+  // dominated loading a large store.
+  contents->edges.reserve(contents->edges.size() + text.size() / 96);
   std::vector<HistoryRecord>* class_samples = nullptr;
   EdgeHistory* edge = nullptr;
   std::string decoded;
@@ -271,12 +279,17 @@ std::string UserStore::Serialise(const Contents& contents, const UserStoreLimits
 
 std::string UserStore::Load() {
   if (dir_.empty()) return "";
+  struct stat st;
+  if (stat(dir_.c_str(), &st) != 0) {
+    // Nothing to read yet. The default location is a convenience: where it cannot even be created
+    // (HOME=/nonexistent in package builds) the build stays as quiet as ninja; a store the user named warns.
+    quiet_if_uncreatable_ = dir_ == DefaultUserStoreDir();
+    return "";
+  }
+  if (access(dir_.c_str(), W_OK) != 0) read_only_ = true;
   std::string contents, error;
   const std::string path = file_path();
   const DiskInterface::ReadStatus read = ReadFileContents(path, &contents, &error);
-  struct stat st;
-  const bool dir_exists = stat(dir_.c_str(), &st) == 0;
-  if (dir_exists && access(dir_.c_str(), W_OK) != 0) read_only_ = true;
   if (read == DiskInterface::ReadStatus::kOtherError) {
     read_only_ = true;  // never replace what could not be read: it may hold other builds' records
     return Warn(fmt::format("cannot read the headroom store {}: {}; building without it", path, error));
@@ -305,6 +318,19 @@ std::string UserStore::Load() {
                             dir_));
   }
   return "";
+}
+
+void UserStore::LoadLazily(HistoryStore* seed_target, std::function<void(const std::string&)> warn) {
+  lazy_ = true;
+  seed_target_ = seed_target;
+  warn_ = std::move(warn);
+}
+
+void UserStore::LoadNow() {
+  loaded_ = true;
+  std::string warning = Load();
+  if (!warning.empty() && warn_) warn_(warning);
+  if (seed_target_) SeedClasses(seed_target_);
 }
 
 uint64_t UserStore::EdgeKey(std::string_view output, std::string_view class_key) const {
@@ -403,8 +429,11 @@ std::string UserStore::Flush(int64_t now_s) {
   std::string error;
   std::vector<Pending> pending = std::move(pending_);
   pending_.clear();
+  struct stat st;
+  const bool created_now = quiet_if_uncreatable_ && stat(dir_.c_str(), &st) != 0;
   if (!WriteMerged(pending, nullptr, now_s, &error)) {
     read_only_ = true;
+    if (created_now && stat(dir_.c_str(), &st) != 0) return "";
     return Warn(fmt::format("headroom store: {}; this build's figures are not kept there", error));
   }
   return "";

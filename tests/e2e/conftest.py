@@ -49,3 +49,10 @@ def pytest_report_header(config):
     lines = ["headroom e2e: reference=%s" % ref]
     lines.append("headroom e2e: under test=%s" % ("<reference (self mode)>" if self_mode else sut))
     return lines
+
+
+@pytest.fixture(autouse=True)
+def private_history_store(tmp_path_factory, monkeypatch):
+    """Each test gets its own per-user history store (HEADROOM_STORE), so no test starts warm from the figures
+    another test measured for an edge of the same name, and nothing is written to the user's ~/.cache."""
+    monkeypatch.setenv("HEADROOM_STORE", str(tmp_path_factory.mktemp("headroom-store")))

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "headroom/estimator/command_line.h"
 #include "headroom/estimator/estimator.h"
 #include "headroom/history/history_store.h"
 #include "headroom/history/portable_key.h"
@@ -152,6 +153,30 @@ TEST_F(UserStoreTest, EstimatorStartsWarmFromTheStoreWhenTheBuildDirHasNoHistory
   EXPECT_GT(other.peak_bytes, 5000 * kMiB);
 }
 
+TEST_F(UserStoreTest, LazyLoadingWaitsForTheFirstEstimate) {
+  const std::string command = "g++ -O2 -c a.cc -o o";
+  const std::string klass = JobClassKey("cc", command);
+  {
+    UserStore store = Store("/b");
+    store.Record("o", klass, Rec(900 * kMiB), kNow);
+    store.Flush(kNow);
+  }
+  WriteText(file(), ReadText(file()) + "junk\n");  // damaged: the warning must come once, at the first use
+  HistoryStore history;
+  UserStore store = Store("/b");
+  std::vector<std::string> warnings;
+  store.LoadLazily(&history, [&](const std::string& warning) { warnings.push_back(warning); });
+  Estimator estimator(&history, {});
+  estimator.set_user_store(&store);
+  EXPECT_EQ(store.edge_count(), 0u);  // a no-op build never reads it
+  EXPECT_TRUE(estimator.HasHistory());  // the plan's first question loads it and seeds the class
+  EXPECT_EQ(store.edge_count(), 1u);
+  EXPECT_NE(history.FindClass(klass), nullptr);
+  EXPECT_EQ(estimator.Predict(JobDescription{"o", 7, command, "cc"}).source, EstimateSource::kEdgeHistory);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("corrupt"), std::string::npos);
+}
+
 TEST_F(UserStoreTest, TheBuildDirsOwnFiguresWin) {
   {
     UserStore store = Store("/b");
@@ -285,6 +310,27 @@ TEST_F(UserStoreTest, AStoreThatCannotBeWrittenWarnsOnceAndTheRecordsAreDropped)
   EXPECT_NE(warning.find("not kept"), std::string::npos) << warning;
   store.Record("q", "cc g++ .cc", Rec(kMiB), kNow);
   EXPECT_EQ(store.Flush(kNow), "");  // once
+}
+
+TEST_F(UserStoreTest, TheDefaultLocationStaysQuietWhereItCannotBeCreated) {
+  // HOME=/nonexistent, as package builders set it: ninja prints nothing there, nor does headroom.
+  const std::string home = getenv("HOME") ? getenv("HOME") : "";
+  const char* xdg = getenv("XDG_CACHE_HOME");
+  const std::string saved_xdg = xdg ? xdg : "";
+  unsetenv("XDG_CACHE_HOME");
+  WriteText(root_ / "file", "");
+  setenv("HOME", (root_ / "file").c_str(), 1);  // a file: nothing can be created under it, even by root
+  UserStore quiet(DefaultUserStoreDir(), PathNormaliser("/b", {}));
+  EXPECT_EQ(quiet.Load(), "");
+  quiet.Record("o", "cc g++ .cc", Rec(kMiB), kNow);
+  EXPECT_EQ(quiet.Flush(kNow), "");
+  // The same place named by the user warns.
+  UserStore named((root_ / "file" / "store").string(), PathNormaliser("/b", {}));
+  EXPECT_EQ(named.Load(), "");
+  named.Record("o", "cc g++ .cc", Rec(kMiB), kNow);
+  EXPECT_NE(named.Flush(kNow).find("cannot create"), std::string::npos);
+  setenv("HOME", home.c_str(), 1);
+  if (xdg) setenv("XDG_CACHE_HOME", saved_xdg.c_str(), 1);
 }
 
 TEST_F(UserStoreTest, AReadOnlyStoreIsUsedButNotWritten) {

@@ -102,7 +102,8 @@ class Estimator {
              const JobProfile* profile = nullptr);
 
   // The per-user store: its edge figures stand in where the build dir has none for an edge, and Learn adds
-  // to it. Its class figures reach the estimator through HistoryStore (UserStore::SeedClasses). May be null.
+  // to it. Its class figures reach the estimator through HistoryStore (UserStore::SeedClasses, run by the
+  // store's EnsureLoaded before the first prediction when it was opened with LoadLazily). May be null.
   void set_user_store(UserStore* store) { user_store_ = store; }
 
   // Counts Learn calls that changed the history: an estimate made at an older generation may be stale.
@@ -112,7 +113,11 @@ class Estimator {
   std::vector<FamilyStats> Families() const;
 
   // Whether any measurement exists: without one, every estimate is a prior with no duration.
-  bool HasHistory() const { return history_ && (history_->edge_count() > 0 || history_->class_count() > 0); }
+  bool HasHistory() const {
+    if (user_store_) user_store_->EnsureLoaded();  // asked before the first prediction, by the plan's priorities
+    return history_ && (history_->edge_count() > 0 || history_->class_count() > 0 ||
+                        (user_store_ && user_store_->edge_count() > 0));
+  }
 
   const EstimatorConfig& config() const { return config_; }
 

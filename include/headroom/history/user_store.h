@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -19,9 +20,11 @@ struct UserStoreLimits {
   int lock_wait_ms = 10000;                   // a build waits this long for another one's write
 };
 
-// Where the store lives: --store=DIR, then $HEADROOM_STORE, then $XDG_CACHE_HOME/headroom, then
-// ~/.cache/headroom. "" when disabled (--no-store, HEADROOM_STORE=off) or when no home is known.
+// Where the store lives: --store=DIR, then $HEADROOM_STORE, then DefaultUserStoreDir(). "" when disabled
+// (--no-store, HEADROOM_STORE=off) or when no home is known.
 std::string ResolveUserStoreDir(const char* flag_dir, bool disabled_by_flag);
+// $XDG_CACHE_HOME/headroom, else ~/.cache/headroom. Builds stay silent when it cannot be created.
+std::string DefaultUserStoreDir();
 
 class UserStore {
  public:
@@ -36,6 +39,14 @@ class UserStore {
   // Reads the store (missing = empty). Returns one warning when it is damaged, unreadable, read-only or
   // from a newer headroom (left untouched then), "" when all is well. Never fails the build.
   std::string Load();
+
+  // Defers Load to the first EnsureLoaded, so a build with nothing to do never reads the store; then
+  // `warn` gets Load's warning and `seed_target` the store's classes (SeedClasses).
+  void LoadLazily(HistoryStore* seed_target, std::function<void(const std::string&)> warn);
+  // Loads the store now if LoadLazily deferred it (a cheap check once done).
+  void EnsureLoaded() {
+    if (lazy_ && !loaded_) LoadNow();
+  }
 
   // The key of an edge (see PathNormaliser::EdgeKey) and the runs stored under it, or nullptr.
   uint64_t EdgeKey(std::string_view output, std::string_view class_key) const;
@@ -92,6 +103,7 @@ class UserStore {
   };
   static void Apply(const Pending& pending, Contents* contents);
   std::string Warn(std::string message);
+  void LoadNow();
   bool WriteMerged(const std::vector<Pending>& pending, const Contents* extra, int64_t now_s, std::string* error);
 
   std::string dir_;
@@ -100,6 +112,11 @@ class UserStore {
   Contents contents_;
   std::vector<Pending> pending_;
   bool read_only_ = false;  // newer version or unwritable: read, never written
+  bool quiet_if_uncreatable_ = false;  // the default location, missing at load
+  bool lazy_ = false;
+  bool loaded_ = false;
+  HistoryStore* seed_target_ = nullptr;
+  std::function<void(const std::string&)> warn_;
   bool warned_ = false;
 };
 
