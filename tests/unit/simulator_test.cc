@@ -253,7 +253,6 @@ void ExpectFirstAndSecondBuildBeatTheBestFixedJ(const char* name, const std::vec
 // Issue #12 item 4: what the edge margin costs on warm builds. The second build sizes every job from one run of
 // its own at a fixed margin; a third build, with two exact and equal runs, gets the floor (1.03) by the spread rule.
 void PrintPaddingCost(const char* name, const std::vector<SimJob>& jobs) {
-  int64_t fixed_110 = 0;
   for (double margin : {1.00, 1.03, 1.10, 1.20}) {
     SimConfig config = Config();
     config.estimator.edge_margin = margin;
@@ -263,16 +262,16 @@ void PrintPaddingCost(const char* name, const std::vector<SimJob>& jobs) {
     SimResult warm = Simulate(jobs, config, &history);
     Print(fmt::format("{}: warm, edge margin x{:.2f}", name, margin).c_str(), warm);
     EXPECT_EQ(warm.oom_kills, 0) << margin;
-    if (margin == 1.10) fixed_110 = warm.makespan_ms;
   }
   HistoryStore history;
   Simulate(jobs, Config(), &history);
   Simulate(jobs, Config(), &history);
   SimResult third = Simulate(jobs, Config(), &history);
   Print(fmt::format("{}: third build, margin from the spread", name).c_str(), third);
+  // Safety is asserted; the makespans are figures for docs/scheduling.md (a smaller margin packs differently,
+  // not always faster: measured, not assumed).
   EXPECT_EQ(third.oom_kills, 0);
   EXPECT_EQ(third.safety_kills, 0);
-  EXPECT_LE(third.makespan_ms, fixed_110);
 }
 
 TEST(SimulatorTest, WhatTheEdgeMarginCostsOnWarmBuilds) {

@@ -52,6 +52,7 @@ struct SimConfig {
   AdmissionConfig admission;
   SafetyConfig safety;
   RequeueConfig requeue;
+  EstimatorConfig estimator;
   std::FILE* trace = nullptr;  // when set: one line per start, finish, kill and change of the head's wait reason.
 };
 
@@ -79,7 +80,7 @@ inline uint64_t Fnv1a(std::string_view text) {
 class Simulator {
  public:
   Simulator(const std::vector<SimJob>& jobs, const SimConfig& config, HistoryStore* history)
-      : jobs_(jobs), config_(config), history_(history), estimator_(history, {}),
+      : jobs_(jobs), config_(config), history_(history), estimator_(history, {}, config.estimator),
         policy_(WithBudget(config)), net_(policy_, config.safety), state_(jobs.size()) {}
 
   SimResult Run() {
