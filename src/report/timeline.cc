@@ -1,5 +1,5 @@
 // BuildTimeline bookkeeping: jobs get the lowest free drawing lane, samples and markers are appended;
-// without details only what the summary reads is kept (the peak sample, the heaviest jobs).
+// without details only what the summary reads is kept (the peak sample, the heaviest jobs, no markers).
 #include "headroom/report/timeline.h"
 
 #include <algorithm>
@@ -86,6 +86,10 @@ void BuildTimeline::Sample(const MemorySample& sample) {
   samples_.front().jobs = std::vector<JobUsage>();
 }
 
-void BuildTimeline::Mark(TimelineMarker marker) { markers_.push_back(std::move(marker)); }
+// Markers are drawn in the trace and report only; a build where thousands of jobs wait would otherwise keep
+// one per wait.
+void BuildTimeline::Mark(TimelineMarker marker) {
+  if (keep_details_) markers_.push_back(std::move(marker));
+}
 
 }  // namespace headroom

@@ -64,6 +64,8 @@ TEST(TimelineTest, WithDetailsEveryJobAndSampleIsKept) {
   EXPECT_EQ(timeline.jobs()[5].command, "cc -c o5");
   EXPECT_EQ(timeline.samples().size(), 100u);
   EXPECT_EQ(timeline.samples()[3].jobs.size(), 1u);
+  timeline.Mark({5, "wait", "o5", "needs more"});
+  EXPECT_EQ(timeline.markers().size(), 1u);
 }
 
 // A long build without a trace or report holds a fixed amount: the heaviest measured jobs, in start
@@ -75,6 +77,7 @@ TEST(TimelineTest, WithoutDetailsOnlyTheHeaviestJobsAndThePeakSampleRemain) {
   for (int i = 0; i < 10000; ++i) {
     running.push_back(timeline.JobStarted(Started("o" + std::to_string(i), i)));
     timeline.Sample(SampleUsing(i, i == 5000 ? 900 : 10 + i % 50, {{running.back(), 1}}));
+    timeline.Mark({i, "wait", "o" + std::to_string(i), "needs ~256 MiB"});
     if (running.size() == 8) {  // jobs end out of start order
       for (size_t k = running.size(); k-- > 0;) {
         const uint64_t index = running[k];
@@ -103,6 +106,7 @@ TEST(TimelineTest, WithoutDetailsOnlyTheHeaviestJobsAndThePeakSampleRemain) {
     EXPECT_EQ(job.peak_method, "cgroup");
     EXPECT_GE(job.end_ms, job.start_ms);
   }
+  EXPECT_TRUE(timeline.markers().empty());
   ASSERT_EQ(timeline.samples().size(), 1u);
   EXPECT_EQ(timeline.samples()[0].used_bytes, 900u);
   EXPECT_EQ(timeline.samples()[0].t_ms, 5000);

@@ -79,8 +79,8 @@ class BuildTimeline {
   void set_origin_ms(int64_t origin_ms) { origin_ms_ = origin_ms; }
   // Without a trace or report to write, only the summary reads the timeline: the build's peak sample and
   // its heaviest measured jobs. Set before the first job: the timeline then keeps only those (no
-  // commands, rules or class keys, no per-job sample shares), so its size no longer grows with every
-  // job and tick of a long build.
+  // commands, rules or class keys, no per-job sample shares, no markers), so its size no longer grows
+  // with every job, tick and wait of a long build.
   void set_keep_details(bool keep) { keep_details_ = keep; }
   bool keeps_details() const { return keep_details_; }
   int64_t Elapsed(int64_t clock_ms) const { return clock_ms - origin_ms_; }
@@ -98,6 +98,7 @@ class BuildTimeline {
   const std::deque<TimelineJob>& jobs() const { return jobs_; }
   // With details: every sample. Without: the one with the most memory in use (the first of equals).
   const std::vector<MemorySample>& samples() const { return samples_; }
+  // With details: every marker. Without: none (only the trace and report draw them).
   const std::vector<TimelineMarker>& markers() const { return markers_; }
   BuildFacts& facts() { return facts_; }
   const BuildFacts& facts() const { return facts_; }
