@@ -26,9 +26,11 @@ CXX_SOURCE = """// a C++ TU of the benchmark: some templates to give the compile
 #include <string>
 #include <vector>
 #include <algorithm>
+namespace cxx%(i)d {
 template <int N> int Sum() { std::vector<int> v(N); for (int i = 0; i < N; ++i) v[i] = i; return N + Sum<N - 1>(); }
 template <> int Sum<0>() { return 0; }
-int Cxx%(i)d() { std::map<std::string, int> m; m["x"] = Sum<200>(); return m["x"]; }
+}  // namespace cxx%(i)d
+int Cxx%(i)d() { std::map<std::string, int> m; m["x"] = cxx%(i)d::Sum<200>(); return m["x"]; }
 """
 
 

@@ -70,8 +70,11 @@ void InstantiateMatmul() {
 
 }  // namespace heavy
 
-// Variant v instantiates (v % 5 + 1) sort type pairs and matmul tiles up to 8 + 2 * (v / 2).
-void HeavyEntry() {
+// Variant v instantiates (v % 5 + 1) sort type pairs and matmul tiles up to 8 + 2 * (v / 2). Its entry point is
+// named after the variant, so every variant can be linked into one library.
+#define HEAVY_JOIN2(a, b) a##b
+#define HEAVY_JOIN(a, b) HEAVY_JOIN2(a, b)
+void HEAVY_JOIN(HeavyEntry, HEAVY_VARIANT)() {
   constexpr int kSorts = HEAVY_VARIANT % 5 + 1;
   constexpr int kMaxTile = 8 + 2 * (HEAVY_VARIANT / 2);
   heavy::InstantiateSort<uint32_t, uint32_t>();
