@@ -55,7 +55,16 @@ MemoryController::MemoryController(Parts parts, const MemoryConfig& config, bool
   }
   budget_bytes_ = policy_.Budget(first);
   decisions_.budget_bytes = budget_bytes_;
-  ArmGuard(first);
+  first_reading_ = first;
+  PrintWarnings();
+}
+
+void MemoryController::EnsureGuard() {
+  // Armed before the first admission decision rather than at start: a build with nothing to do (a no-op, a
+  // generator's check) then never forks the guard's watcher, which costs a copy of this process's page tables.
+  if (guard_considered_) return;
+  guard_considered_ = true;
+  ArmGuard(first_reading_);
   if (guard_active()) {
     // Under the guard a lost bet costs a freeze or a requeue, never a kernel OOM kill: guesses may be bolder.
     AdmissionConfig guarded = policy_.config();
@@ -175,6 +184,7 @@ void MemoryController::BeginPass() {
 }
 
 bool MemoryController::MayStart(Edge* edge, size_t running) {
+  EnsureGuard();
   const int64_t now = parts_.clock->NowMs();
   EdgeState& state = StateFor(edge);
   RefreshIfStale(state);
@@ -225,6 +235,7 @@ void MemoryController::NoteAdmitted(const Edge* edge, EdgeState& state, const Ad
 }
 
 JobStartOptions MemoryController::PrepareJob(Edge* edge) {
+  EnsureGuard();  // normally armed by MayStart already; a job never starts outside the guard
   pending_meter_key_ = next_meter_key_++;
   JobStartOptions options;
   options.cgroup_dir = parts_.meter->PrepareJob(pending_meter_key_);

@@ -130,6 +130,9 @@ class MemoryController : public JobController {
   MemoryDecisions decisions_;
   // --- build guard (build_guard.h): armed in the constructor, checked each tick, released on abort ---
   void ArmGuard(const MemoryReading& first);
+  void EnsureGuard();                // arms the guard once, before the first admission decision
+  bool guard_considered_ = false;
+  MemoryReading first_reading_;      // the reading the budget was fixed from
   void CheckGuard(int64_t now, ProcessRunner* runner);
   void ReleaseGuardForAbort();
   BuildGuard* guard_ = nullptr;      // owned by the meter; nullptr: no guard
