@@ -171,6 +171,11 @@ bool NinjaMain::IsPathDead(std::string_view path) const {
 
 void NinjaMain::ConfigureBuilder(Builder* builder) {
   builder->set_runner(runner_);
+  if (build_log_.records_start_time()) builder->set_lock_file_path(LogPath(".ninja_lock"));
+}
+
+void NinjaMain::AttachJobController(Builder* builder) {
+  // Only once there is work: a build with nothing to do never reads the history, probes memory or makes cgroups.
   if (MemoryController* memory = EnsureMemoryController()) {
     memory->set_timeline(timeline_);
     builder->set_job_controller(memory);
@@ -180,7 +185,6 @@ void NinjaMain::ConfigureBuilder(Builder* builder) {
     if (!job_recorder_) job_recorder_ = std::make_unique<JobRecorder>(timeline_, clock_);
     builder->set_job_controller(job_recorder_.get());
   }
-  if (build_log_.records_start_time()) builder->set_lock_file_path(LogPath(".ninja_lock"));
 }
 
 bool NinjaMain::RebuildManifest(const std::string& input_file, std::string* err, Status* status) {
@@ -197,6 +201,7 @@ bool NinjaMain::RebuildManifest(const std::string& input_file, std::string* err,
   ConfigureBuilder(&builder);
   if (!builder.AddTarget(node, err)) return false;
   if (builder.AlreadyUpToDate()) return false;  // nothing to do is not an error
+  AttachJobController(&builder);
   if (builder.Build(err) != BuildResult::kSucceeded) return false;
   // A restat generator may have left the manifest untouched; then there is nothing to reload.
   if (!node->dirty) {
@@ -281,6 +286,7 @@ int NinjaMain::RunBuild(const std::vector<std::string>& args, Status* status) {
     if (config_.verbosity != BuildConfig::Verbosity::kNoStatusUpdate) status->Info("no work to do.");
     return 0;
   }
+  AttachJobController(&builder);
   BuildResult result = builder.Build(&err);
   if (result == BuildResult::kSucceeded) return 0;
   status->Info("build stopped: " + err + ".");

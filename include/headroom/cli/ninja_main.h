@@ -73,6 +73,8 @@ class NinjaMain : public BuildLog::Liveness {
   Node* CollectTarget(const std::string& name, std::string* err);
   bool CollectTargetsFromArgs(const std::vector<std::string>& args, std::vector<Node*>* targets, std::string* err);
   void ConfigureBuilder(Builder* builder);
+  // The memory controller (or the trace's job recorder), attached once the build has work to do.
+  void AttachJobController(Builder* builder);
   MemoryController* EnsureMemoryController();
   void OpenUserStore();
   std::string LogPath(const char* name) const;
