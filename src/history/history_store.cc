@@ -13,59 +13,17 @@
 
 #include <fmt/format.h>
 
+#include "headroom/history/history_text.h"
 #include "headroom/util/digits.h"
 #include "headroom/util/disk.h"
 
 namespace headroom {
 namespace {
 
+using namespace history_text;
+
 constexpr std::string_view kMagic = "# headroom history v";
 constexpr int kVersion = 1;
-
-std::string Escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '\t') out += "\\t";
-    else if (c == '\n') out += "\\n";
-    else out += c;
-  }
-  return out;
-}
-
-// Decodes `text` into *out; false on a bad escape.
-bool Unescape(std::string_view text, std::string* out) {
-  out->clear();
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '\\') {
-      *out += text[i];
-      continue;
-    }
-    if (++i == text.size()) return false;
-    if (text[i] == '\\') *out += '\\';
-    else if (text[i] == 't') *out += '\t';
-    else if (text[i] == 'n') *out += '\n';
-    else return false;
-  }
-  return true;
-}
-
-// Splits off the next tab-separated field; false when there is none.
-bool NextField(std::string_view* rest, std::string_view* field) {
-  if (rest->empty()) return false;
-  size_t tab = rest->find('\t');
-  *field = rest->substr(0, tab);
-  rest->remove_prefix(tab == std::string_view::npos ? rest->size() : tab + 1);
-  return true;
-}
-
-template <typename Int>
-bool ParseInt(std::string_view text, Int* value, int base = 10) {
-  if (text.empty()) return false;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *value, base);
-  return ec == std::errc() && end == text.data() + text.size();
-}
 
 // The 16 digits headroom writes go through ParseDigits (hex from_chars was the costliest step of
 // loading); from_chars still reads anything else it accepted before, such as extra leading zeros.
@@ -73,22 +31,14 @@ bool ParseCommandHash(std::string_view text, uint64_t* value) {
   return ParseDigits(text, 16, 16, value) || ParseInt(text, value, 16);
 }
 
-bool IsPeakMethod(char c) { return c == 'u' || c == 'c' || c == 't' || c == 'r'; }
-bool IsOutcome(char c) { return c == 'c' || c == 'o' || c == 's'; }
-
 // The fields of a record line after "E<TAB>", split at each tab and converted with the general parsers:
 // class id, command hash, peak, duration, method, outcome; *output is what follows.
 bool SplitRecordFields(std::string_view line, uint32_t* class_id, uint64_t* hash, HistoryRecord* record,
                        std::string_view* output) {
-  std::string_view field, method, outcome;
+  std::string_view field;
   if (!NextField(&line, &field) || !ParseInt(field, class_id)) return false;
   if (!NextField(&line, &field) || !ParseCommandHash(field, hash)) return false;
-  if (!NextField(&line, &field) || !ParseInt(field, &record->peak_bytes)) return false;
-  if (!NextField(&line, &field) || !ParseInt(field, &record->duration_ms) || record->duration_ms < 0) return false;
-  if (!NextField(&line, &method) || method.size() != 1 || !IsPeakMethod(method[0])) return false;
-  if (!NextField(&line, &outcome) || outcome.size() != 1 || !IsOutcome(outcome[0])) return false;
-  record->method = static_cast<PeakMethod>(method[0]);
-  record->outcome = static_cast<JobOutcome>(outcome[0]);
+  if (!ParseRunFields(&line, record)) return false;
   *output = line;
   return true;
 }

@@ -24,66 +24,18 @@
 
 #include <fmt/format.h>
 
+#include "headroom/history/history_text.h"
 #include "headroom/util/disk.h"
 
 namespace headroom {
 namespace {
 
+using namespace history_text;
+
 constexpr std::string_view kMagic = "# headroom user store v";
 
-std::string Escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '\t') out += "\\t";
-    else if (c == '\n') out += "\\n";
-    else out += c;
-  }
-  return out;
-}
-
-bool Unescape(std::string_view text, std::string* out) {
-  out->clear();
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '\\') {
-      *out += text[i];
-      continue;
-    }
-    if (++i == text.size()) return false;
-    if (text[i] == '\\') *out += '\\';
-    else if (text[i] == 't') *out += '\t';
-    else if (text[i] == 'n') *out += '\n';
-    else return false;
-  }
-  return true;
-}
-
-bool NextField(std::string_view* rest, std::string_view* field) {
-  if (rest->empty()) return false;
-  size_t tab = rest->find('\t');
-  *field = rest->substr(0, tab);
-  rest->remove_prefix(tab == std::string_view::npos ? rest->size() : tab + 1);
-  return true;
-}
-
-template <typename Int>
-bool ParseInt(std::string_view text, Int* value, int base = 10) {
-  if (text.empty()) return false;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *value, base);
-  return ec == std::errc() && end == text.data() + text.size();
-}
-
 bool ParseRecord(std::string_view line, HistoryRecord* record) {
-  std::string_view field, method, outcome;
-  if (!NextField(&line, &field) || !ParseInt(field, &record->peak_bytes)) return false;
-  if (!NextField(&line, &field) || !ParseInt(field, &record->duration_ms) || record->duration_ms < 0) return false;
-  if (!NextField(&line, &method) || method.size() != 1 || !std::strchr("uctr", method[0])) return false;
-  if (!NextField(&line, &outcome) || outcome.size() != 1 || !std::strchr("cos", outcome[0])) return false;
-  if (!line.empty()) return false;
-  record->method = static_cast<PeakMethod>(method[0]);
-  record->outcome = static_cast<JobOutcome>(outcome[0]);
-  return true;
+  return ParseRunFields(&line, record) && line.empty();
 }
 
 std::string RecordLine(const HistoryRecord& r) {
