@@ -16,7 +16,8 @@ Kernel OOM kills are counted two ways and the larger count is used: the memory.o
 plus of every cgroup below it (v1 counts a kill only in the victim's own cgroup, so descendants are polled every
 20 ms while the tool runs), and the kernel log's "oom-kill:" lines of the run whose oom_memcg or task_memcg is the
 box or below it (a job cgroup removed between two polls cannot hide a kill from the log).
-Lower bound = max(total CPU / cores, memory-time area / budget, sum(job time) / slots, longest chain), total CPU
+Lower bound = max(total CPU / cores, memory-time area / budget, sum(job time) / slots, longest chain, the heavy
+jobs' holds in series plus the link), total CPU
 being the least any clean run of that seed used (tool + jobs, from wait4). It is given twice: with the nominal
 job times (ramp + hold) and with each job's shortest time in any run of the seed (from .ninja_log), which on a
 shared, loaded machine is what the jobs really took.
@@ -147,9 +148,20 @@ def longest_chain(jobs):
     return max(finish)
 
 
+def heavy_serial(jobs, budget_mb):
+    """Jobs above half the box cannot both be at their peak at once, so their holds are disjoint; the first one
+    ramps before its hold, and the final link (which needs every job) runs after the last."""
+    heavy = [j for j in jobs if j.mb > budget_mb / 2 and not j.deps]
+    if not heavy:
+        return 0.0
+    sinks = [j for j in jobs if len(j.deps) == len(jobs) - 1]
+    return (min(j.ramp_ms for j in heavy) + sum(j.hold_ms for j in heavy)) / 1000.0 + sum(j.seconds for j in sinks)
+
+
 def lower_bound(jobs, slots, budget_mb, cpu_s, cores):
     parts = {"cpu": cpu_s / cores, "memory_area": sum(j.mb_seconds for j in jobs) / budget_mb,
-             "slots": sum(j.seconds for j in jobs) / slots, "chain": longest_chain(jobs)}
+             "slots": sum(j.seconds for j in jobs) / slots, "chain": longest_chain(jobs),
+             "heavy_serial": heavy_serial(jobs, budget_mb)}
     return max(parts.values()), parts
 
 
@@ -243,6 +255,16 @@ def fmt_run(r):
             f"(kernel log: {r['kernel_log_oom_kills']})")
 
 
+def add_lower_bounds(res, jobs, slots, budget_mb):
+    runs = [r for r in res["ninja_runs"] if "wall" in r] + list(res["headroom"].values())
+    for rounds in res.get("rounds", {}).values():
+        runs += rounds
+    cpu = min((r["cpu"] for r in runs if r.get("rc") == 0), default=0.0)
+    res["lower_bound"], res["lower_bound_parts"] = lower_bound(jobs, slots, budget_mb, cpu, os.cpu_count())
+    res["lower_bound_measured"], res["lower_bound_measured_parts"] = lower_bound(
+        stretched(jobs, runs), slots, budget_mb, cpu, os.cpu_count())
+
+
 def bench_seed(a, seed, parent, headroom, memhog, headroom_flags, earlier):
     jobs = workload(seed, a.budget_mb)
     text = manifest(jobs, memhog)
@@ -322,19 +344,17 @@ def bench_seed(a, seed, parent, headroom, memhog, headroom_flags, earlier):
             rounds["cold"].append(pair["cold"])
             rounds["warm"].append(pair["warm"])
         res["rounds"] = rounds
-        res["best_wall"] = statistics.median(r["wall"] for r in rounds["ninja"])
+        # A killed round built less, so its wall is not comparable: the median is over clean rounds only (the
+        # sweep's wall when none was clean), and the table says how many rounds the "best" -j was killed in.
+        clean = [r["wall"] for r in rounds["ninja"] if not (r["oom_kills"] or r["rc"])]
+        res["best_wall"] = statistics.median(clean) if clean else best["wall"]
         res["best_unsafe_rounds"] = sum(1 for r in rounds["ninja"] if r["oom_kills"] or r["rc"])
         for phase in ("cold", "warm"):
             runs = rounds[phase]
             res["headroom"][phase] = dict(runs[0], wall=statistics.median(r["wall"] for r in runs),
                                           oom_kills=sum(r["oom_kills"] for r in runs),
                                           rc=max((r["rc"] for r in runs), key=abs))
-    clean = [r for r in res["ninja_runs"] + list(res["headroom"].values()) if r.get("rc") == 0]
-    cpu = min((r["cpu"] for r in clean), default=0.0)
-    res["lower_bound"], res["lower_bound_parts"] = lower_bound(jobs, a.j, a.budget_mb, cpu, os.cpu_count())
-    all_runs = [r for r in res["ninja_runs"] if "wall" in r] + list(res["headroom"].values())
-    res["lower_bound_measured"], res["lower_bound_measured_parts"] = lower_bound(
-        stretched(jobs, all_runs), a.j, a.budget_mb, cpu, os.cpu_count())
+    add_lower_bounds(res, jobs, a.j, a.budget_mb)
     for key, name in (("lower_bound", "nominal job times"), ("lower_bound_measured", "measured job times")):
         print("  lower bound, %s: %.2fs (%s)" % (name, res[key],
                                                 ", ".join(f"{k} {v:.2f}" for k, v in res[key + "_parts"].items())))
@@ -395,7 +415,22 @@ def main():
     ap.add_argument("--rematch", type=int, default=0, help="rounds of ninja at its best -j and headroom, interleaved")
     ap.add_argument("--ninja-results", help="results.json of an earlier invocation: reuse its ninja sweep (quick "
                     "headroom-only experiments; the ratios then span two invocations)")
+    ap.add_argument("--summarize", metavar="RESULTS_JSON", help="only print the summary of an earlier invocation, "
+                    "its lower bounds recomputed with this script")
     a = ap.parse_args()
+    if a.summarize:
+        with open(a.summarize) as f:
+            saved = json.load(f)
+        a.budget_mb, a.j = saved["budget_mb"], saved["j"]
+        for res in saved["seeds"]:
+            if "rounds" in res:
+                clean = [r["wall"] for r in res["rounds"]["ninja"] if not (r["oom_kills"] or r["rc"])]
+                sweep = [r["wall"] for r in res["ninja_runs"] if r.get("j") == res["best_j"] and "wall" in r]
+                res["best_wall"] = statistics.median(clean) if clean else min(sweep)
+                res["best_unsafe_rounds"] = sum(1 for r in res["rounds"]["ninja"] if r["oom_kills"] or r["rc"])
+            add_lower_bounds(res, workload(res["seed"], a.budget_mb), a.j, a.budget_mb)
+        summarize(saved["seeds"], a)
+        return
     if os.geteuid() != 0:
         sys.exit("memory_bench.py needs root (it creates a memory cgroup)")
     if a.ninja is None:
