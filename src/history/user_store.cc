@@ -311,26 +311,34 @@ size_t UserStore::SeedClasses(HistoryStore* history) const {
 void UserStore::Record(std::string_view output, std::string_view class_key, const HistoryRecord& record,
                        int64_t now_s) {
   if (dir_.empty() || read_only_) return;
-  pending_.push_back(
-      Pending{EdgeKey(output, class_key), normaliser_.Output(output), std::string(class_key), record, now_s});
+  AddPending(EdgeKey(output, class_key), normaliser_.Output(output), class_key, record, now_s);
+}
+
+void UserStore::AddPending(uint64_t key, std::string output, std::string_view class_key, const HistoryRecord& record,
+                           int64_t time_s) {
+  auto [it, inserted] = pending_class_index_.try_emplace(std::string(class_key),
+                                                         static_cast<uint32_t>(pending_class_keys_.size()));
+  if (inserted) pending_class_keys_.emplace_back(class_key);
+  pending_.push_back(Pending{key, std::move(output), it->second, record, time_s});
 }
 
 void UserStore::AddBuildHistory(const HistoryStore& history, int64_t now_s) {
   for (const auto& [output, edge] : history.edges()) {
     const std::string& class_key = history.ClassById(edge.class_id).key();
     for (const HistoryRecord& record : edge.recent) {
-      pending_.push_back(Pending{EdgeKey(output, class_key), normaliser_.Output(output), class_key, record, now_s});
+      AddPending(EdgeKey(output, class_key), normaliser_.Output(output), class_key, record, now_s);
     }
   }
 }
 
-void UserStore::Apply(const Pending& pending, Contents* contents) {
+void UserStore::Apply(const Pending& pending, Contents* contents) const {
+  const std::string& class_key = pending_class_keys_[pending.class_index];
   StoredEdge& edge = contents->edges[pending.key];
   if (edge.history.recent.empty()) edge.output = pending.output;
   edge.history.command_hash = pending.key;
   edge.history.recent.Add(pending.record);
   edge.last_used_s = std::max(edge.last_used_s, pending.time_s);
-  StoredClass& stored = contents->classes[pending.class_key];
+  StoredClass& stored = contents->classes[class_key];
   AddSample(&stored.samples, pending.record);
   stored.last_used_s = std::max(stored.last_used_s, pending.time_s);
 }
@@ -340,7 +348,10 @@ bool UserStore::WriteMerged(const std::vector<Pending>& pending, const Contents*
   if (!MakeDirs(dir_, error)) return false;
   StoreLock lock(dir_ + "/" + kLockName, limits_.lock_wait_ms, error);
   if (!lock.locked()) return false;
-  // Re-read under the lock: another build may have written since this one loaded.
+  // Re-read under the lock: another build may have written since this one loaded. What this build loaded is
+  // let go first (nothing estimates any more once the build writes), so the store is never in memory twice.
+  Contents().edges.swap(contents_.edges);
+  Contents().classes.swap(contents_.classes);
   std::string text;
   const std::string path = file_path();
   Contents merged;
@@ -353,6 +364,7 @@ bool UserStore::WriteMerged(const std::vector<Pending>& pending, const Contents*
       return false;
     }
   }
+  std::string().swap(text);
   if (extra) {
     // An imported file: entries newer than the store's replace them whole (importing twice adds nothing).
     for (const auto& [key, edge] : extra->edges) {

@@ -94,14 +94,18 @@ class UserStore {
   const Contents& contents() const { return contents_; }
 
  private:
+  // One job's run, kept until Flush. Class keys are shared by many jobs, so each is kept once
+  // (pending_class_keys_) and a run names it by index: a 10k-job build would otherwise copy one per job.
   struct Pending {
     uint64_t key;
     std::string output;
-    std::string class_key;
+    uint32_t class_index;
     HistoryRecord record;
     int64_t time_s;
   };
-  static void Apply(const Pending& pending, Contents* contents);
+  void AddPending(uint64_t key, std::string output, std::string_view class_key, const HistoryRecord& record,
+                  int64_t time_s);
+  void Apply(const Pending& pending, Contents* contents) const;
   std::string Warn(std::string message);
   void LoadNow();
   bool WriteMerged(const std::vector<Pending>& pending, const Contents* extra, int64_t now_s, std::string* error);
@@ -111,6 +115,8 @@ class UserStore {
   UserStoreLimits limits_;
   Contents contents_;
   std::vector<Pending> pending_;
+  std::vector<std::string> pending_class_keys_;
+  std::unordered_map<std::string, uint32_t> pending_class_index_;
   bool read_only_ = false;  // newer version or unwritable: read, never written
   bool quiet_if_uncreatable_ = false;  // the default location, missing at load
   bool lazy_ = false;
