@@ -103,12 +103,23 @@ std::string AdmissionPolicy::StaggerWait(std::span<const RunningJob> running, co
   // except under the build guard, where a joint overshoot costs a freeze or a requeue and never a kernel OOM
   // kill: there a guess is bet on too while another whole one would still fit.
   bool roomy = (candidate.measured || config_.guarded) && spare_after >= peak;
-  for (const RunningJob& job : running) {
-    // An unmeasured family is probed by one member, whatever its defines; identical jobs are staggered.
-    if (candidate.unknown_heavy && !roomy && job.family_key == candidate.family_key && !PeakIsBehind(job, now_ms)) {
-      return fmt::format("probing an unmeasured heavy family: waiting for job {} to peak (at {} so far)", job.id,
-                         FormatBytes(job.peak_rss));
+  // An unmeasured family is probed by one member, whatever its defines, until a member has peaked: from then on
+  // its members are sized from that peak (and never below their guess, see Decide) and only staggered like
+  // identical jobs, not held back one per peak.
+  if (candidate.unknown_heavy && !roomy) {
+    bool family_peaked = false;
+    const RunningJob* climbing = nullptr;
+    for (const RunningJob& job : running) {
+      if (job.family_key != candidate.family_key) continue;
+      if (PeakIsBehind(job, now_ms)) family_peaked = true;
+      else if (!climbing) climbing = &job;
     }
+    if (climbing && !family_peaked) {
+      return fmt::format("probing an unmeasured heavy family: waiting for job {} to peak (at {} so far)",
+                         climbing->id, FormatBytes(climbing->peak_rss));
+    }
+  }
+  for (const RunningJob& job : running) {
     if (job.class_key != candidate.class_key || PeakIsBehind(job, now_ms)) continue;
     if (!roomy && candidate.predicted_peak >= config_.heavy_threshold && now_ms - job.started_ms < config_.stagger_ms) {
       return fmt::format("staggering identical heavy jobs: job {} started {:.1f}s ago and has not peaked", job.id,
