@@ -36,17 +36,25 @@ std::string WriteHistory(int edges, int runs) {
   return path;
 }
 
-void BM_HistoryLoad(benchmark::State& st) {
-  const std::string path = WriteHistory(static_cast<int>(st.range(0)), static_cast<int>(st.range(1)));
+// Loads `path` once per iteration; false (the benchmark marked as skipped) when the file gave a warning.
+bool LoadEachIteration(benchmark::State& st, const std::string& path, size_t* edges) {
   for (auto _ : st) {
     headroom::HistoryStore store;
     std::string warning = store.LoadForReading(path);
     if (!warning.empty()) {
       st.SkipWithError(warning.c_str());
-      break;
+      return false;
     }
-    benchmark::DoNotOptimize(store.edge_count());
+    *edges = store.edge_count();
+    benchmark::DoNotOptimize(*edges);
   }
+  return true;
+}
+
+void BM_HistoryLoad(benchmark::State& st) {
+  const std::string path = WriteHistory(static_cast<int>(st.range(0)), static_cast<int>(st.range(1)));
+  size_t edges = 0;
+  LoadEachIteration(st, path, &edges);
   st.SetItemsProcessed(st.iterations() * st.range(0) * st.range(1));
   unlink(path.c_str());
   rmdir(path.substr(0, path.rfind('/')).c_str());
@@ -63,16 +71,7 @@ void BM_HistoryLoadFile(benchmark::State& st) {
     return;
   }
   size_t edges = 0;
-  for (auto _ : st) {
-    headroom::HistoryStore store;
-    std::string warning = store.LoadForReading(path);
-    if (!warning.empty()) {
-      st.SkipWithError(warning.c_str());
-      break;
-    }
-    edges = store.edge_count();
-    benchmark::DoNotOptimize(edges);
-  }
+  if (!LoadEachIteration(st, path, &edges)) return;
   st.counters["edges"] = static_cast<double>(edges);
 }
 BENCHMARK(BM_HistoryLoadFile)->Unit(benchmark::kMillisecond);
