@@ -108,7 +108,7 @@ else
   (cd "$work/headroom" && "$headroom" -j16 --mem-budget="${limit_mib}M" --report="$work/report.html")
 fi
 echo
-echo "Run it again and headroom starts from what it measured: see $work/headroom/.headroom_history"
+echo "Run it again and headroom starts from what it measured: see $work/headroom/.ninja_headroom (and the per-user store, headroom -t history path)"
 (cd "$work/headroom" && "$headroom" -t memstats 2>/dev/null | head -20) || true
 if [ -f "$work/report.html" ]; then
   cp "$work/report.html" "$repo/build/memory-demo-report.html" && echo "HTML report: $repo/build/memory-demo-report.html"
