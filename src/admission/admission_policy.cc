@@ -58,11 +58,11 @@ uint64_t AdmissionPolicy::Reserve(uint64_t budget) const {
   return std::max(Scale(budget, config_.reserve_fraction), floor);
 }
 
-uint64_t AdmissionPolicy::AdmittedPeak(const Candidate& candidate, uint64_t budget) const {
-  if (!candidate.from_prior || budget == 0) return candidate.predicted_peak;
+uint64_t AdmissionPolicy::AdmittedPeak(uint64_t predicted_peak, bool from_prior, uint64_t budget) const {
+  if (!from_prior || budget == 0) return predicted_peak;
   double share = config_.guarded ? config_.guarded_prior_cap : config_.unguarded_prior_cap;
   uint64_t cap = Scale(SaturatingSub(budget, Reserve(budget)), share);
-  return std::max<uint64_t>(1, std::min(candidate.predicted_peak, cap));
+  return std::max<uint64_t>(1, std::min(predicted_peak, cap));
 }
 
 uint64_t AdmissionPolicy::Headroom(const MemoryReading& reading, std::span<const RunningJob> running) const {

@@ -156,6 +156,11 @@ std::vector<RunningJob> MemoryController::RunningJobs() const {
   return jobs;
 }
 
+// Only a prior is a guess: measured figures, hints and an OOM requeue's raised floor are evidence.
+bool MemoryController::IsGuess(const EdgeState& state) {
+  return state.estimate.source == EstimateSource::kPrior && state.requeue_floor == 0;
+}
+
 Candidate MemoryController::CandidateFor(const Edge* edge, EdgeState& state, int64_t now) const {
   Candidate candidate;
   candidate.id = edge->id;
@@ -163,7 +168,7 @@ Candidate MemoryController::CandidateFor(const Edge* edge, EdgeState& state, int
   candidate.family_key = state.estimate.family_key;
   candidate.predicted_peak = state.estimate.peak_bytes;
   candidate.unknown_heavy = state.estimate.unknown_heavy;
-  candidate.from_prior = state.estimate.source == EstimateSource::kPrior && state.requeue_floor == 0;
+  candidate.from_prior = IsGuess(state);
   candidate.measured = state.estimate.confident;
   candidate.must_run_alone = state.must_run_alone;
   candidate.ready_since_ms = state.waiting_since_ms >= 0 ? state.waiting_since_ms : now;
@@ -254,7 +259,7 @@ void MemoryController::JobStarted(Edge* edge, JobId id, ProcessRunner* runner) {
   running.job.class_key = state.estimate.class_key;
   running.job.family_key = state.estimate.family_key;
   // A guess is counted as admission counted it (capped to what the budget allows); evidence raises it.
-  running.job.predicted_peak = policy_.AdmittedPeak(CandidateFor(edge, state, now), budget_bytes_);
+  running.job.predicted_peak = policy_.AdmittedPeak(state.estimate.peak_bytes, IsGuess(state), budget_bytes_);
   running.job.started_ms = now;
   running.job.last_growth_ms = now;
   running.job.runs_alone = state.must_run_alone;

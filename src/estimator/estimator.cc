@@ -242,7 +242,7 @@ bool Estimator::Learn(const JobDescription& job, const HistoryRecord& record, st
     IndexFamilies();
     const ClassStats* stats = history_->FindClass(class_key);
     if (stats && static_cast<size_t>(stats - history_->classes().data()) < known) {
-      Refresh(families_[family_index_.at(FamilyKeyOfClassKey(class_key))]);
+      Refresh(families_[family_index_.at(profile ? profile->family_key : FamilyKeyOfClassKey(class_key))]);
     }
   }
   return written;

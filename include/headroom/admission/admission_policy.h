@@ -107,7 +107,10 @@ class AdmissionPolicy {
   uint64_t Reserve(uint64_t budget) const;
   // What admission counts for a candidate: its estimate, or for a guess from the command line at most the
   // share of budget - reserve that the prior cap allows (see AdmissionConfig::guarded_prior_cap).
-  uint64_t AdmittedPeak(const Candidate& candidate, uint64_t budget) const;
+  uint64_t AdmittedPeak(uint64_t predicted_peak, bool from_prior, uint64_t budget) const;
+  uint64_t AdmittedPeak(const Candidate& candidate, uint64_t budget) const {
+    return AdmittedPeak(candidate.predicted_peak, candidate.from_prior, budget);
+  }
   // Memory the build can still take now: min(available, budget - sum of running RSS).
   uint64_t Headroom(const MemoryReading& reading, std::span<const RunningJob> running) const;
 

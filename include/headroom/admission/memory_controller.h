@@ -92,6 +92,7 @@ class MemoryController : public JobController {
   // An edge not started yet follows what finished jobs taught since it was first considered.
   void RefreshIfStale(EdgeState& state);
   MemoryReading Read();
+  static bool IsGuess(const EdgeState& state);
   Candidate CandidateFor(const Edge* edge, EdgeState& state, int64_t now) const;
   void NoteWait(const Edge* edge, EdgeState& state, const AdmissionDecision& decision, int64_t now);
   void NoteAdmitted(const Edge* edge, EdgeState& state, const AdmissionDecision& decision, int64_t now);

@@ -164,6 +164,9 @@ class Simulator {
     priority_ = ComputePriorities(dependents, costs, config_.priority, config_.budget, &error).value();
   }
 
+  // As MemoryController::IsGuess: a prior not raised by a requeue.
+  bool IsGuess(size_t i) { return EstimateOf(i).source == EstimateSource::kPrior && state_[i].raised_estimate == 0; }
+
   void MakeReady(size_t i) {
     state_[i].ready = true;
     state_[i].ready_since = now_;
@@ -216,7 +219,7 @@ class Simulator {
       c.family_key = e.family_key;
       c.predicted_peak = e.peak_bytes;
       c.unknown_heavy = e.unknown_heavy;
-      c.from_prior = e.source == EstimateSource::kPrior && state_[i].raised_estimate == 0;
+      c.from_prior = IsGuess(i);
       c.measured = e.confident;
       c.must_run_alone = state_[i].alone;
       c.ready_since_ms = state_[i].ready_since;
@@ -245,10 +248,7 @@ class Simulator {
     run.view.id = i;
     run.view.class_key = e.class_key;
     run.view.family_key = e.family_key;
-    Candidate admitted;
-    admitted.predicted_peak = e.peak_bytes;
-    admitted.from_prior = e.source == EstimateSource::kPrior && state_[i].raised_estimate == 0;
-    run.view.predicted_peak = policy_.AdmittedPeak(admitted, config_.budget);
+    run.view.predicted_peak = policy_.AdmittedPeak(e.peak_bytes, IsGuess(i), config_.budget);
     run.view.started_ms = run.view.last_growth_ms = now_;
     run.view.runs_alone = alone;
     run.view.heavy = e.peak_bytes >= policy_.config().heavy_threshold;
