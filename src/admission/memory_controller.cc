@@ -317,10 +317,7 @@ void MemoryController::ApplySafetyAction(const SafetyAction& action, ProcessRunn
       break;
     case SafetyAction::Kind::kThaw:
       if (!running->job.frozen) return;
-      if (running->frozen_by_signal)
-        runner->SignalJob(running->runner_id, SIGCONT);
-      else
-        parts_.meter->Thaw(running->meter_key);
+      Resume(*running, runner);
       running->job.frozen = false;
       running->job.last_growth_ms = parts_.clock->NowMs();  // its plateau while frozen proved nothing.
       RecordMarker("thaw", running->edge->outputs[0]->path, action.reason, parts_.clock->NowMs());
@@ -332,15 +329,17 @@ void MemoryController::ApplySafetyAction(const SafetyAction& action, ProcessRunn
       RecordMarker("kill", running->edge->outputs[0]->path, action.reason, parts_.clock->NowMs());
       // A stopped process group must be continued for SIGKILL to take effect promptly everywhere.
       runner->SignalJob(running->runner_id, SIGKILL);
-      if (running->job.frozen) {
-        if (running->frozen_by_signal)
-          runner->SignalJob(running->runner_id, SIGCONT);
-        else
-          parts_.meter->Thaw(running->meter_key);
-      }
+      if (running->job.frozen) Resume(*running, runner);
       Explain("killed '" + running->edge->outputs[0]->path + "' to save the build: " + action.reason);
       break;
   }
+}
+
+// Undoes a freeze both ways: the freezer cgroup is thawed even for a job stopped by signal (a freeze that fell
+// back to SIGSTOP may have frozen part of the tree first), and a signal-stopped group gets SIGCONT.
+void MemoryController::Resume(const Running& running, ProcessRunner* runner) {
+  parts_.meter->Thaw(running.meter_key);
+  if (running.frozen_by_signal && runner) runner->SignalJob(running.runner_id, SIGCONT);
 }
 
 bool MemoryController::JobFinished(Edge* edge, JobExit* exit) {
@@ -476,11 +475,7 @@ void MemoryController::ReleaseGuardForAbort() {
   if (guard_) guard_->Release();
   for (auto& [id, running] : running_) {
     if (!running.job.frozen) continue;
-    if (running.frozen_by_signal) {
-      if (runner_) runner_->SignalJob(running.runner_id, SIGCONT);
-    } else {
-      parts_.meter->Thaw(running.meter_key);
-    }
+    Resume(running, runner_);
     running.job.frozen = false;
   }
 }

@@ -252,6 +252,11 @@ bool JobCgroups::FreezeV1(Job& job, std::string* err) {
     }
     if (!moved_any) return true;
   }
+  // Give the freezer back: the caller falls back to SIGSTOP and later resumes with SIGCONT only, so a freezer
+  // left FROZEN here would hold whatever was moved into it for ever (a task that was exiting can be "moved"
+  // without ever showing up, which is how a pass can keep finding a newcomer).
+  std::string ignored;
+  WriteWholeFile(job.freezer_dir + "/freezer.state", "THAWED", &ignored);
   *err = "job kept forking faster than it could be frozen";
   return false;
 }

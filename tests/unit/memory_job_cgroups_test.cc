@@ -95,6 +95,33 @@ TEST(JobCgroupsFakeTest, V2FreezeAndThawWriteCgroupFreeze) {
   EXPECT_EQ(ReadText(dir + "/cgroup.freeze"), "0");
 }
 
+// v1: a freeze that gives up (tasks keep "arriving": in a fake tree the freezer's cgroup.procs holds only the last
+// task written, as a real one can when a moved task was exiting) must leave the freezer THAWED, since the caller
+// then stops the job with SIGSTOP and resumes it with SIGCONT alone. Left FROZEN, it held a job for ever (a cold
+// memhog build hung on it).
+TEST(JobCgroupsFakeTest, V1FreezeThatGivesUpLeavesTheFreezerThawed) {
+  FakeRoot fake;
+  JobCgroupsOptions options;
+  options.version = CgroupVersion::kV1;
+  options.parent_dir = fake.Path("memory");
+  options.v1_freezer_parent_dir = fake.Path("freezer");
+  options.build_name = "hr";
+  fake.Write("memory/.keep", "");
+  fake.Write("freezer/.keep", "");
+  std::string err;
+  auto cgroups = JobCgroups::Create(options, &err);
+  ASSERT_NE(cgroups, nullptr) << err;
+  const std::string dir = cgroups->CreateJob(5, &err);
+  ASSERT_FALSE(dir.empty()) << err;
+  fake.Write("memory/hr/job-1/cgroup.procs", "4242\n4243\n");
+  // What the kernel would create with the freezer directory.
+  fake.Write("freezer/hr/job-1/freezer.state", "THAWED\n");
+  fake.Write("freezer/hr/job-1/cgroup.procs", "");
+  EXPECT_FALSE(cgroups->Freeze(5, &err));
+  EXPECT_NE(err.find("faster than it could be frozen"), std::string::npos) << err;
+  EXPECT_EQ(ReadText(fake.Path("freezer/hr/job-1/freezer.state")), "THAWED");
+}
+
 TEST(JobCgroupsFakeTest, RemoveJobRefusesWhileProcessesRemain) {
   FakeV2Build build;
   std::string err;

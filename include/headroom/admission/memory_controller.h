@@ -97,6 +97,7 @@ class MemoryController : public JobController {
   void NoteWait(const Edge* edge, EdgeState& state, const AdmissionDecision& decision, int64_t now);
   void NoteAdmitted(const Edge* edge, EdgeState& state, const AdmissionDecision& decision, int64_t now);
   void ApplySafetyAction(const SafetyAction& action, ProcessRunner* runner);
+  void Resume(const Running& running, ProcessRunner* runner);
   std::vector<RunningJob> RunningJobs() const;
   Running* FindByKey(uint64_t key);
   bool HandleMemoryFailure(Edge* edge, EdgeState& state, const JobMemoryResult& result, bool safety_killed,
