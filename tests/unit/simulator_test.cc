@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/simulator.h"
+#include "headroom/sim/simulator.h"
 
 namespace headroom::sim {
 namespace {
