@@ -3,6 +3,7 @@
 #include "headroom/exec/jobserver.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -33,16 +34,31 @@ std::vector<std::string_view> SplitWords(std::string_view text) {
   return words;
 }
 
-// A whole decimal int (optionally negative); false for anything else.
-bool ParseInt(std::string_view text, int* value) {
-  if (text.empty() || text.size() > 11) return false;
-  std::string copy(text);
-  char* end = nullptr;
-  errno = 0;
-  long parsed = strtol(copy.c_str(), &end, 10);
-  if (*end != 0 || errno == ERANGE || parsed < INT32_MIN || parsed > INT32_MAX) return false;
-  *value = static_cast<int>(parsed);
+// Scans one int as %d does: optional leading blanks and sign, then digits (at least one).
+bool ScanInt(std::string_view text, size_t* pos, int* value) {
+  size_t at = *pos;
+  while (at < text.size() && isspace(static_cast<unsigned char>(text[at]))) ++at;
+  bool negative = false;
+  if (at < text.size() && (text[at] == '-' || text[at] == '+')) negative = text[at++] == '-';
+  size_t digits_start = at;
+  int64_t magnitude = 0;
+  while (at < text.size() && isdigit(static_cast<unsigned char>(text[at]))) {
+    magnitude = std::min<int64_t>(magnitude * 10 + (text[at] - '0'), int64_t{INT32_MAX} + 1);
+    ++at;
+  }
+  if (at == digits_start) return false;
+  *value = static_cast<int>(negative ? -magnitude : std::min<int64_t>(magnitude, INT32_MAX));
+  *pos = at;
   return true;
+}
+
+// "R,W" as sscanf("%d,%d") reads it: true when both numbers were found.
+bool ScanDescriptorPair(std::string_view text, int* read_fd, int* write_fd) {
+  size_t pos = 0;
+  if (!ScanInt(text, &pos, read_fd)) return false;
+  if (pos >= text.size() || text[pos] != ',') return false;
+  ++pos;
+  return ScanInt(text, &pos, write_fd);
 }
 
 }  // namespace
@@ -74,15 +90,11 @@ bool ParseMakeFlags(std::string_view makeflags, JobserverConfig* config, std::st
     config->fifo_path = std::string(auth.substr(kFifoPrefix.size()));
     return true;
   }
-  size_t comma = auth.find(',');
-  if (comma == std::string_view::npos) {
-    // A bare name is the Windows semaphore form.
-    *error = "Semaphore mode is not supported on Posix!";
-    return false;
-  }
+  // Read like make's own sscanf("%d,%d"): two leading integers, anything after the second ignored;
+  // anything else is a semaphore name (the Windows form).
   int read_fd = -1, write_fd = -1;
-  if (!ParseInt(auth.substr(0, comma), &read_fd) || !ParseInt(auth.substr(comma + 1), &write_fd)) {
-    *error = "Invalid file descriptor pair [" + std::string(auth) + "]";
+  if (!ScanDescriptorPair(auth, &read_fd, &write_fd)) {
+    *error = "Semaphore mode is not supported on Posix!";
     return false;
   }
   // make passes negative descriptors to a child it does not consider a sub-make.
@@ -110,6 +122,31 @@ std::unique_ptr<JobserverClient> JobserverClient::OpenFifo(const std::string& pa
   if (fstat(fd, &info) != 0 || !S_ISFIFO(info.st_mode)) {
     close(fd);
     *error = "Not a fifo path: " + path;
+    return nullptr;
+  }
+  return std::unique_ptr<JobserverClient>(new JobserverClient(fd));
+}
+
+std::unique_ptr<JobserverClient> JobserverClient::OpenPipe(int read_fd, int write_fd, std::string* error) {
+  // make closes the pair for recipes it does not take for sub-makes; a descriptor that is open but not a
+  // pipe is someone else's and must not be read. Nor is one of headroom's own pipes (its job output
+  // and signal pipes may take the numbers make withheld): those are all close-on-exec, inherited ones
+  // are not.
+  auto inherited_pipe = [](int fd) {
+    struct stat info;
+    int flags = fcntl(fd, F_GETFD);
+    return flags >= 0 && !(flags & FD_CLOEXEC) && fstat(fd, &info) == 0 && S_ISFIFO(info.st_mode);
+  };
+  if (!inherited_pipe(read_fd) || !inherited_pipe(write_fd)) {
+    *error = "Invalid file descriptors";
+    return nullptr;
+  }
+  // A fresh open file description of the same pipe: reads may then be non-blocking without setting
+  // O_NONBLOCK on the description make and its other children share, and it reads and writes alike.
+  const std::string proc_path = "/proc/self/fd/" + std::to_string(read_fd);
+  int fd = open(proc_path.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    *error = "Invalid file descriptors";
     return nullptr;
   }
   return std::unique_ptr<JobserverClient>(new JobserverClient(fd));
@@ -165,17 +202,18 @@ std::unique_ptr<JobserverClient> SetUpJobserver(const BuildConfig& config, const
     if (!quiet) status->Warning("Ignoring jobserver: " + error + " [" + makeflags + "]");
     return nullptr;
   }
-  if (jobserver.mode == JobserverConfig::Mode::kPipe) {
-    // Inherited pipe descriptors cannot be told apart from unrelated ones; ninja 1.13 only
-    // trusts the FIFO protocol of make 4.4+.
-    if (!quiet)
-      status->Warning(std::string("Ignoring jobserver: Pipe-based protocol is not supported! [") + makeflags + "]");
-    return nullptr;
-  }
-  if (jobserver.mode != JobserverConfig::Mode::kFifo) return nullptr;
+  if (jobserver.mode == JobserverConfig::Mode::kNone) return nullptr;
   if (config.verbosity != BuildConfig::Verbosity::kNoStatusUpdate && !quiet)
     status->Info(std::string("Jobserver mode detected: ") + makeflags);
-  std::unique_ptr<JobserverClient> client = JobserverClient::OpenFifo(jobserver.fifo_path, &error);
+  std::unique_ptr<JobserverClient> client;
+  if (jobserver.mode == JobserverConfig::Mode::kPipe) {
+    // GNU make before 4.4 only offers a pipe; PyPI's ninja 1.13.2 uses it, with this advice.
+    if (config.verbosity != BuildConfig::Verbosity::kNoStatusUpdate && !quiet)
+      status->Warning("Jobserver 'pipe' mode detected, a pool that implements 'fifo' mode would be more reliable!");
+    client = JobserverClient::OpenPipe(jobserver.read_fd, jobserver.write_fd, &error);
+  } else {
+    client = JobserverClient::OpenFifo(jobserver.fifo_path, &error);
+  }
   if (!client && !quiet) status->Error("Could not initialize jobserver: " + error);
   return client;
 }

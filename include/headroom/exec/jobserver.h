@@ -1,5 +1,6 @@
-// GNU make jobserver client (ninja 1.13 behaviour): parses MAKEFLAGS and borrows job tokens from
-// make's FIFO so a headroom run nested in `make -jN` shares make's pool instead of adding its own -j.
+// GNU make jobserver client (PyPI ninja 1.13.2 behaviour): parses MAKEFLAGS and borrows job tokens from
+// make's pool (a FIFO, make 4.4+, or an inherited pipe, make 4.3 and older) so a headroom run nested in
+// `make -jN` shares make's pool instead of adding its own -j.
 #pragma once
 
 #include <cstddef>
@@ -16,13 +17,14 @@ struct JobserverConfig {
   enum class Mode { kNone, kPipe, kFifo };
   Mode mode = Mode::kNone;
   std::string fifo_path;  // kFifo
-  int read_fd = -1;       // kPipe: the descriptors make named (never used, only reported)
+  int read_fd = -1;       // kPipe: the inherited descriptors make named
   int write_fd = -1;
 };
 
 // Reads a MAKEFLAGS value. The last --jobserver-auth= (or the older --jobserver-fds=) wins; a dry
-// run (`n` among the single-letter flags of the first word) means no jobserver. Returns false with
-// *error for an auth value that is neither `fifo:PATH` nor a descriptor pair `R,W`.
+// run (`n` among the single-letter flags of the first word) means no jobserver. A descriptor pair is
+// read as make's sscanf("%d,%d") reads it (`3,4,5` is 3,4; a negative one means no jobserver).
+// Returns false with *error for an auth value that is neither `fifo:PATH` nor such a pair.
 bool ParseMakeFlags(std::string_view makeflags, JobserverConfig* config, std::string* error);
 
 // A client of a FIFO jobserver. Every process in the pool owns one implicit slot; each extra job
@@ -32,6 +34,10 @@ class JobserverClient {
   // Opens the FIFO (close-on-exec: children reach the pool through MAKEFLAGS, never through an
   // inherited descriptor). nullptr with *error when it cannot be used.
   static std::unique_ptr<JobserverClient> OpenFifo(const std::string& path, std::string* error);
+  // Uses make's inherited pipe: both descriptors must be open pipes ("Invalid file descriptors"
+  // otherwise, as when make withheld them from a recipe without `+`). The pipe is reopened through
+  // /proc/self/fd so reads are non-blocking without touching the description make shares.
+  static std::unique_ptr<JobserverClient> OpenPipe(int read_fd, int write_fd, std::string* error);
   ~JobserverClient();  // hands back every token still held
   JobserverClient(const JobserverClient&) = delete;
   JobserverClient& operator=(const JobserverClient&) = delete;
