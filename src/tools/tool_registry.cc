@@ -33,6 +33,7 @@ const std::vector<Tool>& AllTools() {
       // headroom's own tool stays out of `-t list`, whose output must match ninja's byte for byte.
       {"memstats", nullptr, Phase::kAfterLoad, ToolMemStats},
       {"history", nullptr, Phase::kAfterFlags, ToolHistory},
+      {"plan", nullptr, Phase::kAfterLogs, ToolPlan},
   };
   return kTools;
 }

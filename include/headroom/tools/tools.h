@@ -23,6 +23,7 @@ int ToolInputs(const ToolContext& context, const ToolArgs& args);
 int ToolMemStats(const ToolContext& context, const ToolArgs& args);
 int ToolMissingDeps(const ToolContext& context, const ToolArgs& args);
 int ToolMultiInputs(const ToolContext& context, const ToolArgs& args);
+int ToolPlan(const ToolContext& context, const ToolArgs& args);
 int ToolQuery(const ToolContext& context, const ToolArgs& args);
 int ToolRecompact(const ToolContext& context, const ToolArgs& args);
 int ToolRestat(const ToolContext& context, const ToolArgs& args);

@@ -1,0 +1,274 @@
+// The what-if planner: job figures (history, .ninja_log, priors, CPU-contention correction), one simulated
+// build per shape, and the -j sweeps behind the recommendation.
+#include "headroom/sim/planner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "headroom/util/byte_size.h"
+
+namespace headroom::sim {
+namespace {
+
+// Without a measured curve, a job is taken to climb to its peak over the first quarter of its run and hold it
+// until it exits (memhog, and compilers that free at exit): overlapping jobs then add up at their peaks, which
+// errs towards a higher predicted peak, the safe side for "will it fit".
+constexpr double kRampEnd = 0.25;
+constexpr double kReleaseStart = 1.0;
+constexpr int64_t kUnknownDurationMs = 1000;
+// A -j whose wall is within this share of the fastest is as good: the fewest such -j is recommended.
+constexpr double kSameWallShare = 0.02;
+
+JobDescription DescribeJob(const PlanJob& job) {
+  JobDescription d;
+  d.output = job.output;
+  d.command = job.command;
+  d.rule = job.rule;
+  d.rspfile_content = job.rspfile_content;
+  d.command_hash = job.command_hash;
+  if (job.mem_hint) d.mem_hint = *job.mem_hint;
+  return d;
+}
+
+// The edge's latest completed run: from the build dir's history, else the per-user store (as the estimator
+// looks them up).
+const HistoryRecord* LastCompletedRun(const PlanJob& job, const JobProfile& profile, const PlanEstimator& source) {
+  const EdgeHistory* edge = source.history ? source.history->FindEdge(job.output, job.command_hash) : nullptr;
+  if ((!edge || edge->recent.empty()) && source.store && profile.store_key != 0) {
+    edge = source.store->FindEdge(profile.store_key);
+  }
+  if (!edge) return nullptr;
+  for (size_t k = edge->recent.size(); k-- > 0;) {
+    if (!edge->recent[k].killed()) return &edge->recent[k];
+  }
+  return nullptr;
+}
+
+JobFigures FiguresOf(const PlanJob& job, const PlanEstimator& source) {
+  JobFigures figures;
+  const JobDescription description = DescribeJob(job);
+  const JobProfile profile = source.estimator->Profile(description);
+  if (const HistoryRecord* run = LastCompletedRun(job, profile, source)) {
+    figures.peak_bytes = run->peak_bytes;
+    figures.duration_ms = run->duration_ms;
+    figures.duration_known = run->duration_ms > 0;
+    figures.peak_source = FigureSource::kMeasured;
+  } else {
+    const Estimate estimate = source.estimator->Predict(description, profile);
+    figures.peak_bytes = estimate.peak_bytes;
+    figures.duration_ms = estimate.duration_ms;
+    figures.duration_known = estimate.duration_ms > 0;
+    figures.peak_source = estimate.source == EstimateSource::kPrior ? FigureSource::kPrior : FigureSource::kEstimated;
+  }
+  if (!figures.duration_known && job.logged && job.logged->end_ms > job.logged->start_ms) {
+    figures.duration_ms = job.logged->end_ms - job.logged->start_ms;
+    figures.duration_known = true;
+  }
+  return figures;
+}
+
+// Durations were measured beside other jobs: with more CPU demand than `cores`, each job got cores/demand of
+// real time (the model the simulator runs). Its uncontended duration is the integral of that share over its
+// logged run, scaled to the measured duration. Only jobs of one logged build are compared with each other.
+void RemoveContention(const std::vector<PlanJob>& jobs, double cores, std::vector<JobFigures>* figures) {
+  std::map<int, std::vector<size_t>> sessions;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (jobs[i].logged && jobs[i].logged->end_ms > jobs[i].logged->start_ms) sessions[jobs[i].logged->session].push_back(i);
+  }
+  for (const auto& [session, members] : sessions) {
+    // Demand changes only where a run starts or ends: integrate the share between those points once.
+    std::map<int64_t, double> demand_change;
+    for (size_t i : members) {
+      demand_change[jobs[i].logged->start_ms] += (*figures)[i].cpu_demand;
+      demand_change[jobs[i].logged->end_ms] -= (*figures)[i].cpu_demand;
+    }
+    std::map<int64_t, double> share_integral;  // time -> integral of the share from the first point
+    double demand = 0, integral = 0;
+    int64_t previous = demand_change.begin()->first;
+    for (const auto& [time, change] : demand_change) {
+      integral += static_cast<double>(time - previous) * (demand > cores ? cores / demand : 1.0);
+      share_integral[time] = integral;
+      demand += change;
+      previous = time;
+    }
+    for (size_t i : members) {
+      JobFigures& f = (*figures)[i];
+      const PlanJob::Logged& run = *jobs[i].logged;
+      const double solo_share = (share_integral[run.end_ms] - share_integral[run.start_ms]) /
+                                static_cast<double>(run.end_ms - run.start_ms);
+      f.solo_duration_ms = std::max<int64_t>(1, std::llround(static_cast<double>(f.duration_ms) * solo_share));
+    }
+  }
+}
+
+int64_t ChooseTick(const std::vector<SimJob>& jobs) {
+  if (jobs.empty()) return 250;
+  std::vector<int64_t> durations;
+  for (const SimJob& job : jobs) durations.push_back(job.duration_ms);
+  std::nth_element(durations.begin(), durations.begin() + static_cast<long>(durations.size() / 2), durations.end());
+  // Finishes are seen at tick boundaries: a tick of 1/40 of the typical job keeps that error near 1%.
+  return std::clamp<int64_t>(durations[durations.size() / 2] / 40, 10, 250);
+}
+
+SweptShape Sweep(const std::vector<SimJob>& jobs, PlanShape machine, const std::vector<int>& job_counts,
+                 const PlanRequest& request, int64_t tick_ms, const EstimatorFactory& make) {
+  SweptShape swept;
+  for (int j : job_counts) {
+    PlanShape shape = machine;
+    shape.jobs = j;
+    swept.runs.push_back(SimulateShape(jobs, shape, request, tick_ms, make));
+  }
+  int64_t fastest = -1;
+  for (const ShapeOutcome& run : swept.runs) {
+    if (run.completed && (fastest < 0 || run.wall_ms < fastest)) fastest = run.wall_ms;
+  }
+  for (size_t k = 0; k < swept.runs.size(); ++k) {
+    const ShapeOutcome& run = swept.runs[k];
+    if (!run.completed || static_cast<double>(run.wall_ms) > static_cast<double>(fastest) * (1.0 + kSameWallShare)) {
+      continue;
+    }
+    if (!swept.best || run.shape.jobs < swept.runs[*swept.best].shape.jobs) swept.best = k;
+  }
+  swept.machine = machine;
+  if (swept.best) swept.machine.jobs = swept.runs[*swept.best].shape.jobs;
+  return swept;
+}
+
+std::vector<int> WithRequested(std::vector<int> counts, int requested) {
+  if (requested > 0) counts.push_back(requested);
+  std::sort(counts.begin(), counts.end());
+  counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+  return counts;
+}
+
+}  // namespace
+
+const char* FigureSourceName(FigureSource source) {
+  switch (source) {
+    case FigureSource::kMeasured:
+      return "measured";
+    case FigureSource::kEstimated:
+      return "estimated";
+    case FigureSource::kPrior:
+      break;
+  }
+  return "prior";
+}
+
+std::vector<JobFigures> ResolveFigures(const std::vector<PlanJob>& jobs, const PlanEstimator& source,
+                                       double measured_on_cores) {
+  std::vector<JobFigures> figures;
+  figures.reserve(jobs.size());
+  for (const PlanJob& job : jobs) figures.push_back(FiguresOf(job, source));
+  int64_t total = 0, known = 0;
+  for (const JobFigures& f : figures) {
+    if (f.duration_known) {
+      total += f.duration_ms;
+      ++known;
+    }
+  }
+  const int64_t fallback = known > 0 ? std::max<int64_t>(1, total / known) : kUnknownDurationMs;
+  for (JobFigures& f : figures) {
+    if (!f.duration_known) f.duration_ms = fallback;
+    f.solo_duration_ms = std::max<int64_t>(1, f.duration_ms);
+  }
+  if (measured_on_cores > 0) RemoveContention(jobs, measured_on_cores, &figures);
+  return figures;
+}
+
+std::vector<SimJob> ToSimJobs(const std::vector<PlanJob>& jobs, const std::vector<JobFigures>& figures) {
+  std::vector<SimJob> out;
+  out.reserve(jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    SimJob job;
+    job.output = jobs[i].output;
+    job.command = jobs[i].command;
+    job.rule = jobs[i].rule;
+    job.rspfile_content = jobs[i].rspfile_content;
+    job.command_hash = jobs[i].command_hash;
+    job.mem_hint = jobs[i].mem_hint;
+    job.deps = jobs[i].deps;
+    job.duration_ms = figures[i].solo_duration_ms;
+    job.peak_bytes = figures[i].peak_bytes;
+    job.ramp_end = kRampEnd;
+    job.release_start = kReleaseStart;
+    job.cpu_demand = figures[i].cpu_demand;
+    out.push_back(std::move(job));
+  }
+  return out;
+}
+
+ShapeOutcome SimulateShape(const std::vector<SimJob>& jobs, const PlanShape& shape, const PlanRequest& request,
+                           int64_t tick_ms, const EstimatorFactory& make) {
+  SimConfig config;
+  config.budget = shape.budget;
+  config.cores = std::max(1, shape.jobs);
+  config.cpu_cores = shape.cores;
+  config.tick_ms = tick_ms;
+  config.time_limit_ms = 30LL * 24 * 3600 * 1000;
+  config.builder_priorities = true;
+  config.admission.guarded = request.guarded;
+  config.admission.reserve_bytes = request.reserve_bytes;
+  PlanEstimator estimator = make();
+  SimResult result = Simulator(jobs, config, estimator.estimator.get()).Run();
+  ShapeOutcome outcome;
+  outcome.shape = shape;
+  outcome.completed = result.completed;
+  outcome.wall_ms = result.makespan_ms;
+  outcome.peak_bytes = result.peak_used;
+  outcome.oom_kills = result.oom_kills;
+  outcome.requeues = result.requeues;
+  outcome.failed = result.failed_jobs;
+  return outcome;
+}
+
+PlanReport PlanBuild(const std::vector<PlanJob>& jobs, const PlanRequest& request, const EstimatorFactory& make) {
+  PlanReport report;
+  {
+    PlanEstimator source = make();
+    report.figures = ResolveFigures(jobs, source, request.measured_on_cores);
+  }
+  for (const JobFigures& f : report.figures) {
+    report.measured += f.peak_source == FigureSource::kMeasured;
+    report.estimated += f.peak_source == FigureSource::kEstimated;
+    report.priors += f.peak_source == FigureSource::kPrior;
+    report.durations_known += f.duration_known;
+    if (!f.duration_known) report.default_duration_ms = f.duration_ms;
+  }
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (report.figures[i].peak_bytes > request.requested.budget) report.cannot_fit.push_back(i);
+  }
+  const std::vector<SimJob> sim_jobs = ToSimJobs(jobs, report.figures);
+  report.tick_ms = request.tick_ms > 0 ? request.tick_ms : ChooseTick(sim_jobs);
+  report.requested = SimulateShape(sim_jobs, request.requested, request, report.tick_ms, make);
+  const std::vector<int> here = WithRequested(
+      request.jobs_to_try.empty() ? DefaultJobCounts(request.requested.cores, request.requested.jobs)
+                                  : request.jobs_to_try,
+      request.requested.jobs);
+  report.this_machine = Sweep(sim_jobs, request.requested, here, request, report.tick_ms, make);
+  for (const PlanShape& machine : request.other_machines) {
+    const std::vector<int> counts =
+        request.jobs_to_try.empty() ? DefaultJobCounts(machine.cores, 0) : request.jobs_to_try;
+    report.others.push_back(Sweep(sim_jobs, machine, counts, request, report.tick_ms, make));
+  }
+  return report;
+}
+
+std::vector<int> DefaultJobCounts(double cores, int requested_jobs) {
+  const int limit = std::max(static_cast<int>(std::ceil(2 * cores)) + 2, requested_jobs);
+  std::vector<int> counts;
+  for (int j : {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64}) {
+    if (j <= limit) counts.push_back(j);
+  }
+  return counts;
+}
+
+std::vector<PlanShape> CommonCiShapes() {
+  return {{"CI 2 cores / 7 GiB", 2, 7 * kGiB, 0},
+          {"CI 4 cores / 16 GiB", 4, 16 * kGiB, 0},
+          {"CI 8 cores / 32 GiB", 8, 32 * kGiB, 0},
+          {"CI 16 cores / 64 GiB", 16, 64 * kGiB, 0}};
+}
+
+}  // namespace headroom::sim
