@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "headroom/exec/jobserver.h"
+#include "headroom/exec/jobserver_server.h"
 #include "headroom/logs/build_log.h"
 #include "headroom/logs/deps_log.h"
 #include "headroom/logs/depfile_parser.h"
@@ -28,6 +29,8 @@ namespace {
 
 // A dry run finishes its started edges this many at a time (see Builder::Build).
 constexpr size_t kDryRunExitChunk = 1024;
+// How often the jobserver's channels are read back while slots are offered or held.
+constexpr int kSlotPollMs = 50;
 
 bool IsInterruptExit(const JobExit& exit) {
   if (exit.exited_normally) return exit.exit_code == 130;
@@ -118,6 +121,37 @@ bool Builder::CanStartMore(size_t running) const {
   return !jobserver_ || running < jobserver_->slots() || jobserver_->TryAcquire();
 }
 
+size_t Builder::ExtraSlots() const { return server_ ? server_->ledger().extra_slots() : 0; }
+
+int Builder::WaitTimeoutMs() const {
+  int timeout = controller_->TickIntervalMs();
+  // A slot offered or held may be taken or given back at any moment, and neither wakes the loop.
+  if (ExtraSlots() == 0) return timeout;
+  return timeout < 0 ? kSlotPollMs : std::min(timeout, kSlotPollMs);
+}
+
+void Builder::ReconcileSlots() {
+  if (!server_ || server_->ledger().empty()) return;
+  server_->ledger().Reconcile([this](JobId id, size_t held) {
+    auto it = running_.find(id);
+    if (it != running_.end()) controller_->SlotsChanged(it->second.edge, id, held);
+  });
+}
+
+void Builder::OfferSlots(size_t running) {
+  if (!server_ || server_->ledger().empty() || config_.dry_run) return;
+  SlotLedger& ledger = server_->ledger();
+  ledger.Offer(std::numeric_limits<size_t>::max(), [&](JobId id) {
+    auto it = running_.find(id);
+    if (it == running_.end()) return false;
+    // The job's own process is its implicit slot; each offer is one more process against -j.
+    if (!CanStartMore(running + ledger.extra_slots())) return false;
+    if (!controller_->MayGrantSlot(it->second.edge, id)) return false;
+    controller_->SlotsChanged(it->second.edge, id, ledger.held(id) + 1);
+    return true;
+  });
+}
+
 BuildResult Builder::Build(std::string* err) {
   plan_.PrepareQueue(edge_cost_);
   int pending_commands = 0;
@@ -134,10 +168,12 @@ BuildResult Builder::Build(std::string* err) {
   };
 
   while (plan_.more_to_do()) {
+    // Offers not taken since the last pass come back first, so they never keep a ready edge waiting.
+    ReconcileSlots();
     if (failures_allowed) {
       for (;;) {
         size_t running = static_cast<size_t>(pending_commands);
-        if (!CanStartMore(running)) break;
+        if (!CanStartMore(running + ExtraSlots())) break;
         if (!config_.dry_run) controller_->BeginPass();
         Edge* edge = plan_.FindWork([&](Edge* candidate) {
           return candidate->is_phony() || config_.dry_run || controller_->MayStart(candidate, running);
@@ -154,8 +190,10 @@ BuildResult Builder::Build(std::string* err) {
           ++pending_commands;
         }
       }
+      // What -j has left once no ready edge can start goes to running jobs as extra slots.
+      OfferSlots(static_cast<size_t>(pending_commands));
       // A token taken for a job that did not start (nothing ready, or held back) goes back now.
-      if (jobserver_) jobserver_->ReleaseTo(static_cast<size_t>(pending_commands));
+      if (jobserver_) jobserver_->ReleaseTo(static_cast<size_t>(pending_commands) + ExtraSlots());
       if (pending_commands == 0 && !plan_.more_to_do()) break;
     }
 
@@ -166,7 +204,7 @@ BuildResult Builder::Build(std::string* err) {
       if (config_.dry_run) {
         dry_run_ids.swap(dry_run_finished_);
       } else {
-        auto wait = runner_->Wait(controller_->TickIntervalMs(), &finished);
+        auto wait = runner_->Wait(WaitTimeoutMs(), &finished);
         if (wait == ProcessRunner::WaitResult::kInterrupted) {
           *err = "interrupted by user";
           failure_exit_code_ = 130;
@@ -190,6 +228,8 @@ BuildResult Builder::Build(std::string* err) {
           --pending_commands;
           auto it = running_.find(exit.id);
           Edge* edge = it->second.edge;
+          // However it ended (exit, crash, kill, requeue), what it held or was offered is no longer counted.
+          if (server_) server_->ledger().RemoveJob(exit.id);
           if (!config_.dry_run && controller_->JobFinished(edge, &exit)) {
             // Requeued (e.g. OOM-killed): it will run again; nothing of this attempt is kept.
             running_.erase(it);
@@ -216,7 +256,7 @@ BuildResult Builder::Build(std::string* err) {
         }
       } while (dry_run_next < dry_run_ids.size());
       // Finished (or requeued) jobs hand their tokens back to make's pool.
-      if (jobserver_) jobserver_->ReleaseTo(static_cast<size_t>(pending_commands));
+      if (jobserver_) jobserver_->ReleaseTo(static_cast<size_t>(pending_commands) + ExtraSlots());
       continue;
     }
 
@@ -271,6 +311,15 @@ bool Builder::StartEdge(Edge* edge, std::string* err) {
   }
   JobStartOptions options = controller_->PrepareJob(edge);
   options.use_console = edge->use_console();
+  std::unique_ptr<TokenChannel> channel;
+  if (server_) {
+    std::string channel_err;
+    channel = server_->OpenChannel(&options, &channel_err);
+    if (!channel && !channel_warning_shown_) {  // the job runs as it would without --jobserver
+      status_->Warning("jobserver: " + channel_err);
+      channel_warning_shown_ = true;
+    }
+  }
   std::string start_err;
   JobId id = runner_->Start(edge->EvaluateCommand(), options, &start_err);
   if (id < 0) {
@@ -278,6 +327,7 @@ bool Builder::StartEdge(Edge* edge, std::string* err) {
     return false;
   }
   running_.emplace(id, RunningEdge{edge, start_time});
+  if (channel) server_->ledger().AddJob(id, std::move(channel));
   controller_->JobStarted(edge, id, runner_);
   return true;
 }
@@ -440,7 +490,8 @@ void Builder::Cleanup() {
     }
     running_.clear();
   }
-  // Nothing runs any more: every token goes back, whatever stopped the build.
+  // Nothing runs any more: every token goes back, whatever stopped the build, and every channel closes.
+  if (server_) server_->ledger().Clear();
   if (jobserver_) jobserver_->ReleaseTo(0);
   if (!lock_file_path_.empty()) {
     std::string stat_err;

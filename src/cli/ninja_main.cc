@@ -13,6 +13,7 @@
 #include "headroom/admission/memory_controller.h"
 #include "headroom/estimator/estimator.h"
 #include "headroom/exec/jobserver.h"
+#include "headroom/exec/jobserver_server.h"
 #include "headroom/history/history_store.h"
 #include "headroom/history/user_store.h"
 #include "headroom/manifest/manifest_parser.h"
@@ -273,6 +274,10 @@ int NinjaMain::RunBuild(const std::vector<std::string>& args, Status* status) {
   // make's jobserver (ninja 1.13), for this build only, not for a manifest regeneration. Declared
   // before the builder so the builder hands its tokens back before the client closes.
   std::unique_ptr<JobserverClient> jobserver = SetUpJobserver(config_, getenv("MAKEFLAGS"), status);
+  // headroom's own jobserver for the jobs (--jobserver), made below only when something will run; declared
+  // before the builder, which closes its channels on the way out, and removed (fifos and directory) when
+  // this function returns, however the build ended.
+  std::unique_ptr<JobserverServer> server;
   Builder builder(&state_, config_, &build_log_, &deps_log_, &disk_, status, clock_, explanations_);
   ConfigureBuilder(&builder);
   if (jobserver) builder.set_jobserver(jobserver.get());
@@ -285,6 +290,15 @@ int NinjaMain::RunBuild(const std::vector<std::string>& args, Status* status) {
   if (builder.AlreadyUpToDate()) {
     if (config_.verbosity != BuildConfig::Verbosity::kNoStatusUpdate) status->Info("no work to do.");
     return 0;
+  }
+  if (config_.serve_jobserver != BuildConfig::ServeJobserver::kOff && !config_.dry_run) {
+    const char* temp_dir = getenv("TMPDIR");
+    std::string server_err;
+    server = JobserverServer::Create(
+        config_.serve_jobserver == BuildConfig::ServeJobserver::kPipe ? JobserverStyle::kPipe : JobserverStyle::kFifo,
+        config_.parallelism, temp_dir && *temp_dir ? temp_dir : "/tmp", getenv("MAKEFLAGS"), &server_err);
+    if (!server) status->Warning("jobserver: " + server_err + "; jobs run without one");
+    if (server) builder.set_jobserver_server(server.get());
   }
   AttachJobController(&builder);
   BuildResult result = builder.Build(&err);

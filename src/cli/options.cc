@@ -34,6 +34,7 @@ enum LongOption {
   kOptReport,
   kOptStore,
   kOptNoStore,
+  kOptJobserver,
 };
 
 const option kLongOptions[] = {
@@ -48,6 +49,7 @@ const option kLongOptions[] = {
     {"report", required_argument, nullptr, kOptReport},
     {"store", required_argument, nullptr, kOptStore},
     {"no-store", no_argument, nullptr, kOptNoStore},
+    {"jobserver", optional_argument, nullptr, kOptJobserver},
     {nullptr, 0, nullptr, 0},
 };
 
@@ -222,7 +224,10 @@ void PrintUsage(const BuildConfig& config) {
           "                         [default: $HEADROOM_STORE, else $XDG_CACHE_HOME/headroom,\n"
           "                         else ~/.cache/headroom]\n"
           "  --no-store             use and keep history in the build dir only\n"
-          "                         (also HEADROOM_STORE=off)\n",
+          "                         (also HEADROOM_STORE=off)\n"
+          "  --jobserver[=fifo|pipe] serve a GNU make jobserver to the jobs (nvcc --jobserver,\n"
+          "                         make, ninja, cargo), slots weighted by memory; `pipe` for\n"
+          "                         GNU make 4.3 and older [default: off; fifo when given]\n",
           kNinjaVersion, config.parallelism, DescribeDefaultReserve().c_str());
 }
 
@@ -311,6 +316,18 @@ std::optional<int> ReadFlags(int argc, char** argv, Options* options, BuildConfi
         break;
       case kOptNoStore:
         no_store = true;
+        break;
+      case kOptJobserver:
+        if (!optarg || strcmp(optarg, "fifo") == 0) {
+          config->serve_jobserver = BuildConfig::ServeJobserver::kFifo;
+        } else if (strcmp(optarg, "pipe") == 0) {
+          config->serve_jobserver = BuildConfig::ServeJobserver::kPipe;
+        } else if (strcmp(optarg, "off") == 0) {
+          config->serve_jobserver = BuildConfig::ServeJobserver::kOff;
+        } else {
+          Error("invalid --jobserver '{}': expected fifo, pipe or off", optarg);
+          return 1;
+        }
         break;
       case 'h':
       default:

@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -40,6 +41,32 @@ struct ShellArgv {
   char* argv[4];
 };
 
+// The job's environment: headroom's, with options.environment's variables replacing or adding to it.
+// Pointers into `environ` and into options; valid while both are.
+class JobEnvironment {
+ public:
+  explicit JobEnvironment(const JobStartOptions& options) {
+    if (options.environment.empty()) return;
+    for (char** entry = environ; *entry; ++entry) {
+      if (!Overridden(*entry, options.environment)) pointers_.push_back(*entry);
+    }
+    for (const std::string& assignment : options.environment) pointers_.push_back(const_cast<char*>(assignment.c_str()));
+    pointers_.push_back(nullptr);
+  }
+  char** envp() { return pointers_.empty() ? environ : pointers_.data(); }
+
+ private:
+  static bool Overridden(const char* entry, const std::vector<std::string>& overrides) {
+    for (const std::string& assignment : overrides) {
+      size_t name_length = assignment.find('=');
+      if (name_length == std::string::npos) continue;
+      if (std::strncmp(entry, assignment.c_str(), name_length + 1) == 0) return true;
+    }
+    return false;
+  }
+  std::vector<char*> pointers_;
+};
+
 // ---- posix_spawn path -------------------------------------------------------------------------
 
 pid_t SpawnDirect(const std::string& command, const JobStartOptions& options, int output_write_fd,
@@ -62,11 +89,16 @@ pid_t SpawnDirect(const std::string& command, const JobStartOptions& options, in
     if (!setup_error) setup_error = posix_spawn_file_actions_adddup2(&actions, output_write_fd, 1);
     if (!setup_error) setup_error = posix_spawn_file_actions_adddup2(&actions, output_write_fd, 2);
   }
+  // dup2 onto itself clears close-on-exec in the child only (POSIX 2024, glibc 2.29+).
+  if (!setup_error && options.inherit_fd >= 0)
+    setup_error = posix_spawn_file_actions_adddup2(&actions, options.inherit_fd, options.inherit_fd);
   if (!setup_error) setup_error = posix_spawnattr_setflags(&attr, flags);
 
   pid_t pid = -1;
   ShellArgv shell(command);
-  int spawn_error = setup_error ? setup_error : posix_spawn(&pid, kShell, &actions, &attr, shell.argv, environ);
+  JobEnvironment environment(options);
+  int spawn_error =
+      setup_error ? setup_error : posix_spawn(&pid, kShell, &actions, &attr, shell.argv, environment.envp());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   if (spawn_error) {
@@ -97,6 +129,8 @@ struct ChildPlan {
   bool use_console;
   int output_write_fd;
   char** argv;
+  char** envp;
+  int inherit_fd = -1;       // made inheritable in the child (JobStartOptions::inherit_fd)
   int status_write_fd = -1;  // fork path only
   bool failed = false;
   ChildFailure failure{};
@@ -147,10 +181,11 @@ bool RedirectStdio(int output_write_fd) {
   if (!plan->use_console && ::setpgid(0, 0) != 0) ReportAndExit(plan, ChildStage::kSetProcessGroup);
   if (!JoinCgroup(plan->cgroup_procs_path)) ReportAndExit(plan, ChildStage::kJoinCgroup);
   if (!plan->use_console && !RedirectStdio(plan->output_write_fd)) ReportAndExit(plan, ChildStage::kRedirectStdio);
+  if (plan->inherit_fd >= 0 && ::fcntl(plan->inherit_fd, F_SETFD, 0) != 0) ReportAndExit(plan, ChildStage::kRedirectStdio);
   sigset_t empty_mask;
   sigemptyset(&empty_mask);
   sigprocmask(SIG_SETMASK, &empty_mask, nullptr);
-  ::execve(kShell, plan->argv, environ);
+  ::execve(kShell, plan->argv, plan->envp);
   ReportAndExit(plan, ChildStage::kExec);
 }
 
@@ -237,7 +272,9 @@ pid_t ForkIntoCgroup(const std::string& command, const JobStartOptions& options,
                      std::string* err) {
   std::string procs_path = options.cgroup_dir + "/cgroup.procs";
   ShellArgv shell(command);
-  ChildPlan plan{procs_path.c_str(), options.use_console, output_write_fd, shell.argv};
+  JobEnvironment environment(options);
+  ChildPlan plan{procs_path.c_str(), options.use_console, output_write_fd, shell.argv, environment.envp(),
+                 options.inherit_fd};
 
   sigset_t all_signals, saved_mask;
   sigfillset(&all_signals);

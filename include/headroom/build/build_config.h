@@ -26,6 +26,9 @@ struct BuildConfig {
   bool keep_rsp = false;              // -d keeprsp
   bool stats = false;                 // -d stats
   MemoryConfig memory;
+  // --jobserver[=fifo|pipe]: serve a jobserver to the jobs (docs/jobserver.md); off by default.
+  enum class ServeJobserver { kOff, kFifo, kPipe };
+  ServeJobserver serve_jobserver = ServeJobserver::kOff;
 };
 
 }  // namespace headroom

@@ -23,6 +23,7 @@ class Clock;
 class DepsLog;
 class DiskInterface;
 class JobserverClient;
+class JobserverServer;
 class Status;
 
 // Per-job decisions beyond -j: whether a ready edge may start now, what to do when a job ends,
@@ -45,6 +46,11 @@ class JobController {
   virtual int TickIntervalMs() const { return -1; }
   // Periodic work while jobs run; may signal or kill jobs through the runner.
   virtual void Tick(ProcessRunner* runner) {}
+  // headroom's jobserver (--jobserver, docs/jobserver.md): may job `id` be offered one more slot of
+  // parallelism now? Asked before each offer, after -j allowed it.
+  virtual bool MayGrantSlot(Edge* edge, JobId id) { return true; }
+  // The slots beyond its own that job `id` holds or is being offered are now `slots`.
+  virtual void SlotsChanged(Edge* edge, JobId id, size_t slots) {}
   // The build ended (successfully or not). When it stops early this comes before the jobs still
   // running are signalled and waited for, so a controller can release any it holds.
   virtual void BuildEnded() {}
@@ -72,10 +78,13 @@ class Builder {
   // make's jobserver (MAKEFLAGS): every job past the first needs one of its tokens, and -j no
   // longer caps. Not owned; tokens are handed back as jobs end and in Cleanup.
   void set_jobserver(JobserverClient* jobserver) { jobserver_ = jobserver; }
+  // headroom's own jobserver for its jobs (--jobserver): each job gets a channel, and spare -j capacity
+  // the controller agrees to is offered to them as extra slots. Not owned.
+  void set_jobserver_server(JobserverServer* server) { server_ = server; }
   // The file stamped at each command start (log v6+); empty disables it.
   void set_lock_file_path(std::string path) { lock_file_path_ = std::move(path); }
   // Priority: weight of each edge on the critical path (default: ninja's 1 per command edge).
-  void set_edge_cost(std::function<int64_t(const Edge*)> cost) { edge_cost_ = std::move(cost); }
+  void set_edge_cost(std::function<EdgeWeight(const Edge*)> cost) { edge_cost_ = std::move(cost); }
 
   Plan& plan() { return plan_; }
   DependencyScan& scan() { return scan_; }
@@ -93,6 +102,11 @@ class Builder {
   bool RestatOutputs(Edge* edge, TimeStamp* record_mtime, std::string* err);
   bool LoadDyndeps(Node* node, std::string* err);
   bool CanStartMore(size_t running) const;
+  // Jobserver server: reads every channel back, then offers what -j and the controller allow.
+  void ReconcileSlots();
+  void OfferSlots(size_t running);
+  size_t ExtraSlots() const;
+  int WaitTimeoutMs() const;
   void Cleanup();
   int64_t NowMs() const;
   int64_t PreviousDurationMs(const Edge* edge) const;
@@ -108,10 +122,12 @@ class Builder {
   JobController default_controller_;
   JobController* controller_ = &default_controller_;
   JobserverClient* jobserver_ = nullptr;
+  JobserverServer* server_ = nullptr;
+  bool channel_warning_shown_ = false;
   Plan plan_;
   DependencyScan scan_;
   std::string lock_file_path_;
-  std::function<int64_t(const Edge*)> edge_cost_;
+  std::function<EdgeWeight(const Edge*)> edge_cost_;
   int64_t build_start_ms_ = 0;
   std::map<JobId, RunningEdge> running_;
   std::vector<JobId> dry_run_finished_;

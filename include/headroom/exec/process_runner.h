@@ -20,6 +20,12 @@ struct JobStartOptions {
   // When non-empty, the child moves itself into this cgroup directory (writes to its cgroup.procs)
   // before exec, so the whole tree is accounted from its first byte.
   std::string cgroup_dir;
+  // Variables set for this job only ("NAME=value"), replacing inherited ones of the same name (the
+  // jobserver's MAKEFLAGS). Empty: the job gets headroom's environment unchanged.
+  std::vector<std::string> environment;
+  // One of headroom's close-on-exec descriptors that this job alone inherits, at the same number
+  // (a jobserver channel offered as a pipe pair); -1 for none.
+  int inherit_fd = -1;
 };
 
 struct JobExit {

@@ -1,0 +1,57 @@
+// headroom's own jobserver (`--jobserver`, docs/jobserver.md): a private 0700 directory with one 0600 fifo
+// per job, the MAKEFLAGS that names it, and the ledger of slots handed out. The builder decides when to
+// offer; this file owns the OS side and the clean-up.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "headroom/exec/jobserver_slots.h"
+#include "headroom/exec/process_runner.h"
+
+namespace headroom {
+
+// How a job is told about its channel. kFifo: `--jobserver-auth=fifo:PATH` (make 4.4's default; nvcc 13,
+// ninja 1.13, cargo). kPipe: `--jobserver-auth=R,W` on a descriptor only that job inherits (make 4.3 and
+// older, which stop on the fifo form; nvcc and PyPI's ninja accept it too).
+enum class JobserverStyle { kFifo, kPipe };
+
+class JobserverServer {
+ public:
+  // Makes the private directory under `temp_dir` (after removing ones left by killed builds). nullptr with
+  // *error when it cannot. `parallelism` is the -j the jobs are told (`-jN` in MAKEFLAGS).
+  static std::unique_ptr<JobserverServer> Create(JobserverStyle style, int parallelism, const std::string& temp_dir,
+                                                 const char* inherited_makeflags, std::string* error);
+  ~JobserverServer();  // every channel closed, every fifo and the directory removed
+  JobserverServer(const JobserverServer&) = delete;
+  JobserverServer& operator=(const JobserverServer&) = delete;
+
+  // A channel for a job about to start; fills options->environment (and inherit_fd for kPipe). Hand it to
+  // ledger().AddJob once the job has an id; dropping it removes its fifo. nullptr with *error on failure.
+  std::unique_ptr<TokenChannel> OpenChannel(JobStartOptions* options, std::string* error);
+
+  SlotLedger& ledger() { return ledger_; }
+  const std::string& directory() const { return directory_; }
+
+ private:
+  JobserverServer(JobserverStyle style, int parallelism, std::string directory, std::string base_makeflags);
+
+  JobserverStyle style_;
+  int parallelism_;
+  std::string directory_;
+  std::string base_makeflags_;  // the inherited MAKEFLAGS without -j or jobserver words
+  uint64_t next_channel_ = 0;
+  SlotLedger ledger_;
+};
+
+// The inherited MAKEFLAGS with its -j… and --jobserver-… words removed (they describe a pool the job must
+// not use); what is left is kept for the job, make's single-letter word first as make writes it.
+std::string StripJobserverWords(std::string_view makeflags);
+// What a job gets: the stripped flags, then ` -jN --jobserver-auth=AUTH`.
+std::string JobMakeflags(const std::string& stripped, int parallelism, const std::string& auth);
+// Removes headroom-jobserver-<pid>-* directories under `temp_dir` that belong to this user and to a pid that
+// no longer runs (a build killed by SIGKILL). Returns how many were removed.
+int RemoveStaleJobserverDirs(const std::string& temp_dir);
+
+}  // namespace headroom
