@@ -152,7 +152,10 @@ MemoryReading MemoryController::Read() {
 std::vector<RunningJob> MemoryController::RunningJobs() const {
   std::vector<RunningJob> jobs;
   jobs.reserve(running_.size());
-  for (const auto& [id, running] : running_) jobs.push_back(running.job);
+  for (const auto& [id, running] : running_) {
+    jobs.push_back(running.job);
+    jobs.back().predicted_peak += slot_costs_.Charge(id);  // its jobserver slots (docs/jobserver.md)
+  }
   return jobs;
 }
 
@@ -367,6 +370,7 @@ bool MemoryController::JobFinished(Edge* edge, JobExit* exit) {
                : exit->success()                           ? "ok"
                                                            : "failed",
                exit->ExitStatusCode());
+  slot_costs_.JobEnded(exit->id, record.peak_bytes);  // a job that held slots teaches what one costs
   std::string learn_error;
   if (!parts_.estimator->Learn(state.description, record, &learn_error, &state.profile) && !learn_error.empty())
     parts_.status->Warning("recording memory history: " + learn_error);

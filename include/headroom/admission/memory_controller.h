@@ -12,6 +12,7 @@
 
 #include "headroom/admission/admission_policy.h"
 #include "headroom/admission/safety_net.h"
+#include "headroom/admission/slot_costs.h"
 #include "headroom/build/builder.h"
 #include "headroom/estimator/estimator.h"
 #include "headroom/memory/job_meter.h"
@@ -46,6 +47,9 @@ class MemoryController : public JobController {
   int TickIntervalMs() const override;
   void Tick(ProcessRunner* runner) override;
   void BuildEnded() override;
+  // Jobserver slots (docs/jobserver.md; defined in memory_controller_slots.cc).
+  bool MayGrantSlot(Edge* edge, JobId id) override;
+  void SlotsChanged(Edge* edge, JobId id, size_t slots) override;
 
   // Critical-path cost of an edge: its predicted duration when history knows it (ms), else 1.
   int64_t EdgeCost(const Edge* edge);
@@ -141,6 +145,7 @@ class MemoryController : public JobController {
   ProcessRunner* runner_ = nullptr;  // the last runner seen, to continue SIGSTOPped jobs on abort
   bool guard_stalled_ = false;       // the last check found a stall (counts episodes, not ticks)
   BuildTimeline* timeline_ = nullptr;
+  SlotCosts slot_costs_;  // jobserver slots: what each running job's extra slots are charged
 };
 
 }  // namespace headroom

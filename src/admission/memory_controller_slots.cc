@@ -1,0 +1,48 @@
+// MemoryController's part in headroom's jobserver (docs/jobserver.md): whether memory allows a running job
+// one more slot, and charging the slots it holds. Kept apart from memory_controller.cc; SlotCosts does
+// the arithmetic.
+#include <fmt/format.h>
+
+#include "headroom/admission/memory_controller.h"
+#include "headroom/graph/graph.h"
+#include "headroom/util/byte_size.h"
+
+namespace headroom {
+
+bool MemoryController::MayGrantSlot(Edge* edge, JobId id) {
+  auto it = running_.find(id);
+  if (it == running_.end()) return false;
+  // A ready job waiting for memory comes first: slots would only make it wait longer. A frozen job means
+  // the safety net is already taking memory back.
+  if (waiting_now_ > 0) return false;
+  for (const auto& [other_id, running] : running_) {
+    if (running.job.frozen) return false;
+  }
+  EnsureGuard();
+  const MemoryReading reading = Read();
+  const uint64_t budget = policy_.Budget(reading);
+  if (budget == 0) return true;  // nothing known about memory: -j alone decides
+  const int64_t now = parts_.clock->NowMs();
+  const std::vector<RunningJob> jobs = RunningJobs();  // with the slots already charged
+  uint64_t owed = 0;
+  for (const RunningJob& job : jobs) owed += policy_.Owed(job, now);
+  const RunningJob& job = it->second.job;
+  const uint64_t cost = slot_costs_.CostPerSlot(job.family_key, job.predicted_peak);
+  const uint64_t room = policy_.Headroom(reading, jobs);
+  const uint64_t needed = owed + policy_.Reserve(budget) + cost;
+  return room >= needed;
+}
+
+void MemoryController::SlotsChanged(Edge* edge, JobId id, size_t slots) {
+  auto it = running_.find(id);
+  if (it == running_.end()) return;
+  const size_t most_before = slot_costs_.MaxSlots(id);
+  slot_costs_.SetSlots(id, it->second.job.family_key, it->second.job.predicted_peak, slots);
+  // Once per new high: offers are withdrawn and made again every pass.
+  if (explain_ && slots > most_before && edge && !edge->outputs.empty()) {
+    Explain(fmt::format("jobserver: {} offered extra slot {}, {} charged", edge->outputs[0]->path, slots,
+                        FormatBytes(slot_costs_.Charge(id))));
+  }
+}
+
+}  // namespace headroom
