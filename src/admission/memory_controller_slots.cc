@@ -3,11 +3,14 @@
 // the arithmetic.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "headroom/admission/memory_controller.h"
 #include "headroom/graph/graph.h"
 #include "headroom/util/byte_size.h"
 
 namespace headroom {
+
 
 bool MemoryController::MayGrantSlot(Edge* edge, JobId id) {
   auto it = running_.find(id);
@@ -27,7 +30,13 @@ bool MemoryController::MayGrantSlot(Edge* edge, JobId id) {
   uint64_t owed = 0;
   for (const RunningJob& job : jobs) owed += policy_.Owed(job, now);
   const RunningJob& job = it->second.job;
-  const uint64_t cost = slot_costs_.CostPerSlot(job.family_key, job.predicted_peak);
+  // Before its family taught a per-slot figure, one pipeline is taken to weigh the job's estimate as
+  // predicted, not the share of the budget a guess is capped at for admission (a capped guess would make
+  // every budget, however tight, look roomy enough for a slot).
+  auto state = edges_.find(edge);
+  const uint64_t job_peak =
+      std::max(job.predicted_peak, state != edges_.end() ? state->second.estimate.peak_bytes : uint64_t{0});
+  const uint64_t cost = slot_costs_.CostPerSlot(job.family_key, job_peak);
   const uint64_t room = policy_.Headroom(reading, jobs);
   const uint64_t needed = owed + policy_.Reserve(budget) + cost;
   return room >= needed;
@@ -37,7 +46,10 @@ void MemoryController::SlotsChanged(Edge* edge, JobId id, size_t slots) {
   auto it = running_.find(id);
   if (it == running_.end()) return;
   const size_t most_before = slot_costs_.MaxSlots(id);
-  slot_costs_.SetSlots(id, it->second.job.family_key, it->second.job.predicted_peak, slots);
+  auto state = edges_.find(edge);  // the uncapped estimate, as in MayGrantSlot
+  const uint64_t job_peak = std::max(it->second.job.predicted_peak,
+                                     state != edges_.end() ? state->second.estimate.peak_bytes : uint64_t{0});
+  slot_costs_.SetSlots(id, it->second.job.family_key, job_peak, slots);
   // Once per new high: offers are withdrawn and made again every pass.
   if (explain_ && slots > most_before && edge && !edge->outputs.empty()) {
     Explain(fmt::format("jobserver: {} offered extra slot {}, {} charged", edge->outputs[0]->path, slots,

@@ -1,0 +1,273 @@
+"""headroom's own jobserver (--jobserver, docs/jobserver.md): jobs get a private channel in MAKEFLAGS, nested
+GNU make and ninja 1.13.2 take their extra slots from headroom's -j, real nvcc 13 `--threads 4 --jobserver` gets
+fewer slots under a tight memory budget, and the fifos are gone however the build ends. ninja has no server, so
+these run headroom alone."""
+
+import os
+import shutil
+import signal
+import sys
+import threading
+import time
+
+import pytest
+
+import harness
+from test_jobserver import JOB
+
+NVCC = os.environ.get("NVCC", "/usr/local/cuda/bin/nvcc")
+
+
+@pytest.fixture
+def ws(tmp_path, e2e_config):
+    if e2e_config.self_mode:
+        pytest.skip("ninja 1.13.2 serves no jobserver")
+    if not os.access(e2e_config.sut, os.X_OK):
+        pytest.fail("headroom binary %r does not exist (set HEADROOM_BIN)" % e2e_config.sut)
+    w = harness.Workspace(tmp_path / "sut" / "w", "sut", e2e_config, e2e_config.sut)
+    yield w
+    w.cleanup()
+
+
+@pytest.fixture
+def tmpdir_env(tmp_path):
+    """A private TMPDIR, so the test sees exactly the jobserver directories its builds make."""
+    d = tmp_path / "tmp"
+    d.mkdir()
+    return str(d)
+
+
+def jobserver_dirs(tmpdir: str) -> list:
+    return sorted(n for n in os.listdir(tmpdir) if n.startswith("headroom-jobserver-"))
+
+
+def require(path_or_name: str, what: str) -> str:
+    found = shutil.which(path_or_name)
+    if not found:
+        if os.environ.get("CI"):
+            pytest.fail("%s (%s) is required in CI" % (what, path_or_name))
+        pytest.skip("%s not available" % what)
+    return found
+
+
+def pip_ninja() -> str:
+    try:
+        import ninja  # noqa: PLC0415
+
+        path = os.path.join(ninja.BIN_DIR, "ninja")
+    except ImportError:
+        path = ""
+    if not os.access(path, os.X_OK):
+        if os.environ.get("CI"):
+            pytest.fail("PyPI ninja 1.13.2 is required in CI")
+        pytest.skip("PyPI ninja not installed")
+    return path
+
+
+ENV_RULE = "rule env\n  command = printf '%s' \"$$MAKEFLAGS\" > $out\n"
+
+
+def test_off_by_default_jobs_see_the_environment_unchanged(ws, tmpdir_env):
+    """Without --jobserver nothing changes: MAKEFLAGS is passed through as it came (or stays unset), no fifo."""
+    ws.write("build.ninja", ENV_RULE + "build out: env\n")
+    r = ws.run("-j2", env={"TMPDIR": tmpdir_env})
+    assert r.rc == 0, r
+    assert ws.read("out") == ""
+    ws.remove("out")
+    r = ws.run("-j2", env={"TMPDIR": tmpdir_env, "MAKEFLAGS": "s -- CC=gcc"})
+    assert ws.read("out") == "s -- CC=gcc"
+    assert jobserver_dirs(tmpdir_env) == []
+
+
+@pytest.mark.parametrize("style", ["fifo", "pipe"])
+def test_each_job_gets_its_own_channel_and_nothing_is_left(ws, tmpdir_env, style):
+    """Each job's MAKEFLAGS names its own channel with headroom's -j; inherited pool words are replaced."""
+    ws.write("build.ninja", ENV_RULE + "build a: env\nbuild b: env\n")
+    flag = "--jobserver" if style == "fifo" else "--jobserver=pipe"
+    r = ws.run("-j3", flag, env={"TMPDIR": tmpdir_env, "MAKEFLAGS": "s -j9 --jobserver-auth=fifo:/elsewhere"})
+    assert r.rc == 0, r
+    a, b = ws.read("a"), ws.read("b")
+    assert a != b
+    for value in (a, b):
+        assert value.startswith("s -j3 --jobserver-auth="), value
+        auth = value.split("--jobserver-auth=")[1]
+        if style == "fifo":
+            assert auth.startswith("fifo:%s/headroom-jobserver-" % tmpdir_env), auth
+        else:
+            read_fd, write_fd = auth.split(",")
+            assert read_fd == write_fd and int(read_fd) > 2
+    assert jobserver_dirs(tmpdir_env) == []
+
+
+def leaf_setup(ws, k: int):
+    """sub/: a Makefile and a build.ninja whose leaf jobs count how many leaves run at once (job.py)."""
+    ws.write("job.py", JOB)
+    ws.write("sub/Makefile", "all: m1 m2 m3 m4 m5 m6\nm%%:\n\t@%s ../job.py $@ %d\n" % (sys.executable, k))
+    ws.write("sub/build.ninja", "rule j\n  command = %s ../job.py $out %d\n" % (sys.executable, k)
+             + "".join("build n%d: j\n" % i for i in range(1, 6)))
+
+
+def test_nested_make_and_ninja_share_headroom_j3(ws, tmpdir_env):
+    """Two recipes, GNU make (no -j: it joins the pool) and ninja 1.13.2 (no -j), under headroom -j3
+    --jobserver=pipe: their leaf jobs together never exceed 3 at once, and 3 are reached (slots were handed out).
+    Without the server the same build runs more than 3 leaves at once (ninja's own -j default)."""
+    make = require("make", "GNU make")
+    ninja = pip_ninja()
+    leaf_setup(ws, 3)
+    ws.write("build.ninja", "rule mk\n  command = %s -C sub -s all > mk.out 2>&1 && touch $out\n"
+             "rule nj\n  command = %s -C sub > nj.out 2>&1 && touch $out\n"
+             "build A: mk\nbuild B: nj\n" % (make, ninja))
+    r = ws.run("-j3", "--jobserver=pipe", env={"TMPDIR": tmpdir_env}, stdout="ignore", timeout=120)
+    assert r.rc == 0, (r, ws.read("mk.out"), ws.read("nj.out"))
+    assert ws.exists("sub/reached"), "three leaves never ran at once: no slot was handed out"
+    peak = max(int(line.split()[2]) for line in ws.read("sub/conc.log").splitlines() if line.startswith("start"))
+    assert peak == 3, ws.read("sub/conc.log")
+    assert "Jobserver mode detected" in ws.read("nj.out")
+    assert jobserver_dirs(tmpdir_env) == []
+
+
+def test_fifo_style_nested_ninja_and_headroom_j_still_caps(ws, tmpdir_env):
+    """ninja 1.13.2 nested under --jobserver (fifo): its leaves reach 2 with headroom -j2 and never more."""
+    ninja = pip_ninja()
+    leaf_setup(ws, 2)
+    ws.write("build.ninja", "rule nj\n  command = %s -C sub > nj.out 2>&1 && touch $out\nbuild B: nj\n" % ninja)
+    r = ws.run("-j2", "--jobserver", env={"TMPDIR": tmpdir_env}, timeout=120)
+    assert r.rc == 0, (r, ws.read("nj.out"))
+    assert "--jobserver-auth=fifo:" in ws.read("nj.out")
+    peak = max(int(line.split()[2]) for line in ws.read("sub/conc.log").splitlines() if line.startswith("start"))
+    assert peak == 2, ws.read("sub/conc.log")
+
+
+def test_fifos_removed_after_failure_and_sigint_and_a_stale_dir_is_harmless(ws, tmpdir_env):
+    ws.write("build.ninja", "rule fail\n  command = exit 3\nbuild bad: fail\n")
+    r = ws.run("--jobserver", env={"TMPDIR": tmpdir_env})
+    assert r.rc == 3
+    assert jobserver_dirs(tmpdir_env) == []
+
+    # A build killed with SIGKILL leaves its directory; the next build neither trips on it nor keeps it.
+    ws.write("wait.py", "import os, sys, time\nopen('started', 'w').close()\n"
+             "deadline = time.monotonic() + 30\n"
+             "while not os.path.exists('never') and time.monotonic() < deadline:\n    time.sleep(0.01)\n")
+    ws.write("build.ninja", "rule w\n  command = %s wait.py\nbuild x: w\n" % sys.executable)
+    proc = ws.spawn("--jobserver", env={"TMPDIR": tmpdir_env})
+    wait_for(lambda: ws.exists("started"))
+    assert len(jobserver_dirs(tmpdir_env)) == 1
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    assert len(jobserver_dirs(tmpdir_env)) == 1
+    ws.remove("started")
+
+    # SIGINT: the build stops and removes its own directory (and the stale one went when it started).
+    proc = ws.spawn("--jobserver", env={"TMPDIR": tmpdir_env})
+    wait_for(lambda: ws.exists("started"))
+    assert len(jobserver_dirs(tmpdir_env)) == 1
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 130, (out, err)
+    assert jobserver_dirs(tmpdir_env) == []
+
+
+def wait_for(condition, timeout: float = 20.0):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in %.0fs" % timeout)
+        time.sleep(0.01)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Real nvcc 13 with --threads 4 --jobserver. The TU is tiny (CI has 2 cores and nvcc is slow); three -gencode
+# targets give nvcc three device pipelines (cicc, then ptxas) it may run at once, one per slot.
+
+KERNEL = "__global__ void add(float* a, const float* b, int n) {\n" \
+         "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) a[i] += b[i];\n}\n"
+GENCODES = " ".join("-gencode arch=compute_%d,code=sm_%d" % (a, a) for a in (75, 80, 90))
+
+
+class HeavyCounter:
+    """Samples the process tree under a pid and keeps the most cicc/ptxas processes seen at once (observation
+    only: the build does not wait on it)."""
+
+    def __init__(self, root_pid: int):
+        self.root = root_pid
+        self.most = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _count(self) -> int:
+        parents, names = {}, {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open("/proc/%s/stat" % entry) as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            close = stat.rindex(")")
+            pid = int(entry)
+            names[pid] = stat[stat.index("(") + 1:close]
+            parents[pid] = int(stat[close + 2:].split()[1])
+
+        def under_root(pid):
+            seen = 0
+            while pid in parents and pid != self.root and seen < 64:
+                pid, seen = parents[pid], seen + 1
+            return pid == self.root
+
+        return sum(1 for pid, name in names.items() if name in ("cicc", "ptxas") and under_root(pid))
+
+    def _run(self):
+        while not self._stop.is_set():
+            self.most = max(self.most, self._count())
+            self._stop.wait(0.005)
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return self.most
+
+
+def nvcc_build(ws, tmpdir_env, name, *args, jobserver_flag=True):
+    """Builds k.o in its own directory with its own history store: every build starts from the prior."""
+    ws.write(name + "/k.cu", KERNEL)
+    flags = "--threads 4" + (" --jobserver" if jobserver_flag else "")
+    ws.write(name + "/build.ninja", "rule nvcc\n  command = %s -c $in -o $out %s %s\nbuild k.o: nvcc k.cu\n"
+             % (NVCC, GENCODES, flags))
+    proc = ws.spawn("-C", name, *args, env={"TMPDIR": tmpdir_env, "HEADROOM_STORE": str(ws.path(name + ".store"))})
+    counter = HeavyCounter(proc.pid)
+    out, err = proc.communicate(timeout=300)
+    most = counter.stop()
+    assert proc.returncode == 0, (out, err)
+    return most, out.decode() + err.decode()  # -d explain lines are on stderr
+
+
+def require_nvcc():
+    if not os.access(NVCC, os.X_OK):
+        if os.environ.get("CI"):
+            pytest.fail("nvcc 13 (%s) is required in CI" % NVCC)
+        pytest.skip("nvcc not available")
+
+
+def test_nvcc_jobserver_slots_follow_j_and_memory(ws, tmpdir_env):
+    """-j2: the nvcc job gets one extra slot and never runs more than 2 heavy processes; a budget too tight for a
+    slot (its first slot is charged at the job's own guessed peak) gives it none, so its pipelines run one at a
+    time; without --jobserver nvcc warns that it found no jobserver, as under ninja."""
+    require_nvcc()
+    loose, out = nvcc_build(ws, tmpdir_env, "loose", "-j2", "--jobserver", "-d", "explain")
+    assert 1 <= loose <= 2, loose
+    assert "jobserver: k.o offered extra slot 1" in out, out
+    assert "offered extra slot 2" not in out, out  # -j2: the job itself plus one
+
+    tight, out = nvcc_build(ws, tmpdir_env, "tight", "-j4", "--jobserver", "--mem-budget=1500M", "-d", "explain")
+    assert tight == 1, tight
+    assert "offered extra slot" not in out, out
+
+    wide, out = nvcc_build(ws, tmpdir_env, "wide", "-j4", "--jobserver", "-d", "explain")
+    assert "offered extra slot 2" in out, out  # more slots than under the tight budget
+    assert wide <= 3
+
+    _, out = nvcc_build(ws, tmpdir_env, "off", "-j2", jobserver_flag=True)
+    assert "no compatible jobserver found" in out
+    assert jobserver_dirs(tmpdir_env) == []
