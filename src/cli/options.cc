@@ -35,6 +35,7 @@ enum LongOption {
   kOptStore,
   kOptNoStore,
   kOptJobserver,
+  kOptHeadroomVersion,
 };
 
 const option kLongOptions[] = {
@@ -50,6 +51,7 @@ const option kLongOptions[] = {
     {"store", required_argument, nullptr, kOptStore},
     {"no-store", no_argument, nullptr, kOptNoStore},
     {"jobserver", optional_argument, nullptr, kOptJobserver},
+    {"headroom-version", no_argument, nullptr, kOptHeadroomVersion},
     {nullptr, 0, nullptr, 0},
 };
 
@@ -227,7 +229,8 @@ void PrintUsage(const BuildConfig& config) {
           "                         (also HEADROOM_STORE=off)\n"
           "  --jobserver[=fifo|pipe] serve a GNU make jobserver to the jobs (nvcc --jobserver,\n"
           "                         make, ninja, cargo), slots weighted by memory; `pipe` for\n"
-          "                         GNU make 4.3 and older [default: off; fifo when given]\n",
+          "                         GNU make 4.3 and older [default: off; fifo when given]\n"
+          "  --headroom-version     print headroom's own version (--version prints ninja's)\n",
           kNinjaVersion, config.parallelism, DescribeDefaultReserve().c_str());
 }
 
@@ -295,6 +298,9 @@ std::optional<int> ReadFlags(int argc, char** argv, Options* options, BuildConfi
         break;
       case kOptVersion:
         printf("%s\n", kNinjaVersion);
+        return 0;
+      case kOptHeadroomVersion:  // bug reports name this; --version must stay ninja's for CMake and PyTorch
+        printf("headroom %s\n", HEADROOM_VERSION);
         return 0;
       case kOptMemBudget:
         if (!ApplyMemBudget(optarg, "--mem-budget", config)) return 1;

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <vector>
 
+#include <unistd.h>  // _exit
+
 namespace headroom {
 
 void PrintError(std::string_view message) {
