@@ -11,10 +11,8 @@
 namespace headroom::sim {
 namespace {
 
-// Without a measured curve, a job is taken to climb to its peak over the first quarter of its run and hold it
-// until it exits (memhog, and compilers that free at exit): overlapping jobs then add up at their peaks, which
-// errs towards a higher predicted peak, the safe side for "will it fit".
-constexpr double kRampEnd = 0.25;
+// Without a measured curve, a job holds its peak from PlanRequest::peak_at of its run until it exits (memhog, and
+// compilers that free at exit).
 constexpr double kReleaseStart = 1.0;
 constexpr int64_t kUnknownDurationMs = 1000;
 // A -j whose wall is within this share of the fastest is as good: the fewest such -j is recommended.
@@ -177,7 +175,8 @@ std::vector<JobFigures> ResolveFigures(const std::vector<PlanJob>& jobs, const P
   return figures;
 }
 
-std::vector<SimJob> ToSimJobs(const std::vector<PlanJob>& jobs, const std::vector<JobFigures>& figures) {
+std::vector<SimJob> ToSimJobs(const std::vector<PlanJob>& jobs, const std::vector<JobFigures>& figures,
+                              double peak_at) {
   std::vector<SimJob> out;
   out.reserve(jobs.size());
   for (size_t i = 0; i < jobs.size(); ++i) {
@@ -191,7 +190,7 @@ std::vector<SimJob> ToSimJobs(const std::vector<PlanJob>& jobs, const std::vecto
     job.deps = jobs[i].deps;
     job.duration_ms = figures[i].solo_duration_ms;
     job.peak_bytes = figures[i].peak_bytes;
-    job.ramp_end = kRampEnd;
+    job.ramp_end = std::clamp(peak_at, 0.01, 1.0);
     job.release_start = kReleaseStart;
     job.cpu_demand = figures[i].cpu_demand;
     out.push_back(std::move(job));
@@ -239,7 +238,7 @@ PlanReport PlanBuild(const std::vector<PlanJob>& jobs, const PlanRequest& reques
   for (size_t i = 0; i < jobs.size(); ++i) {
     if (report.figures[i].peak_bytes > request.requested.budget) report.cannot_fit.push_back(i);
   }
-  const std::vector<SimJob> sim_jobs = ToSimJobs(jobs, report.figures);
+  const std::vector<SimJob> sim_jobs = ToSimJobs(jobs, report.figures, request.peak_at);
   report.tick_ms = request.tick_ms > 0 ? request.tick_ms : ChooseTick(sim_jobs);
   report.requested = SimulateShape(sim_jobs, request.requested, request, report.tick_ms, make);
   const std::vector<int> here = WithRequested(

@@ -36,12 +36,14 @@ using sim::ShapeOutcome;
 using sim::SweptShape;
 
 int Usage(bool asked) {
-  printf("usage: ninja -t plan [-j N] [--mem-budget=SIZE] [--cores=N] [--dirty] [--json] [targets]\n\n"
+  printf("usage: ninja -t plan [-j N] [--mem-budget=SIZE] [--cores=N] [--peak-at=SHARE] [--dirty] [--json] "
+         "[targets]\n\n"
          "predict a build of the targets from history and priors (replayed through headroom's own admission code):\n"
          "wall time, peak memory, jobs that can never fit the budget, and the fastest -j here and on CI machines\n\n"
          "  -j N               jobs to run at once [default: the build's -j]\n"
          "  --mem-budget=SIZE  memory budget, e.g. 16G or 80%% [default: the build's, else what this machine allows]\n"
          "  --cores=N          CPUs the jobs share [default: this machine's]\n"
+         "  --peak-at=SHARE    how far into its run a job reaches its peak, 0..1 [default: 0.75]\n"
          "  --dirty            only what is out of date now [default: everything, as a clean build]\n"
          "  --json             one JSON object for machines\n");
   return asked ? 0 : 1;
@@ -51,6 +53,7 @@ struct PlanFlags {
   int jobs = 0;
   std::optional<BudgetSpec> budget;
   double cores = 0;
+  double peak_at = sim::PlanRequest::kDefaultPeakAt;
   bool dirty = false;
   bool json = false;
   std::vector<std::string> targets;
@@ -58,9 +61,10 @@ struct PlanFlags {
 
 // Parses the tool's flags; returns an exit code when it should stop.
 std::optional<int> ReadPlanFlags(const ToolArgs& args, PlanFlags* flags) {
-  enum { kMemBudget = 256, kCores, kDirty, kJson, kHelp };
+  enum { kMemBudget = 256, kCores, kPeakAt, kDirty, kJson, kHelp };
   static const struct option kLong[] = {{"mem-budget", required_argument, nullptr, kMemBudget},
                                         {"cores", required_argument, nullptr, kCores},
+                                        {"peak-at", required_argument, nullptr, kPeakAt},
                                         {"dirty", no_argument, nullptr, kDirty},
                                         {"json", no_argument, nullptr, kJson},
                                         {"help", no_argument, nullptr, kHelp},
@@ -94,6 +98,16 @@ std::optional<int> ReadPlanFlags(const ToolArgs& args, PlanFlags* flags) {
           return 1;
         }
         flags->cores = value;
+        break;
+      }
+      case kPeakAt: {
+        char* end = nullptr;
+        double value = strtod(parser.argument(), &end);
+        if (*end != '\0' || !(value > 0 && value <= 1)) {
+          Error("invalid --peak-at '{}': expected a share of the run, above 0 and at most 1", parser.argument());
+          return 1;
+        }
+        flags->peak_at = value;
         break;
       }
       case kDirty:
@@ -417,6 +431,7 @@ int ToolPlan(const ToolContext& context, const ToolArgs& args) {
   request.guarded = geteuid() == 0;
   request.reserve_bytes = context.config->memory.reserve_bytes;
   request.other_machines = sim::CommonCiShapes();
+  request.peak_at = flags.peak_at;
   const PlanReport report = sim::PlanBuild(jobs, request, MakeEstimatorFactory(context));
   if (flags.json) {
     PrintJson(report, jobs, flags.dirty);

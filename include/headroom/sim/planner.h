@@ -96,6 +96,10 @@ struct PlanRequest {
   std::vector<PlanShape> other_machines;  // CI shapes etc.; each one's -j is swept
   std::vector<int> jobs_to_try;        // -j values swept on every machine (the requested one is added)
   int64_t tick_ms = 0;                 // 0: chosen from the jobs' durations
+  // Only a job's peak is recorded, not when in its run it came: the simulator has each job climb to its peak over
+  // this share of its run and hold it until exit (see docs/planner.md).
+  double peak_at = kDefaultPeakAt;
+  static constexpr double kDefaultPeakAt = 0.75;
 };
 
 struct PlanReport {
@@ -116,7 +120,8 @@ std::vector<JobFigures> ResolveFigures(const std::vector<PlanJob>& jobs, const P
                                        double measured_on_cores);
 
 // The simulator's jobs from the plan's jobs and their figures.
-std::vector<SimJob> ToSimJobs(const std::vector<PlanJob>& jobs, const std::vector<JobFigures>& figures);
+std::vector<SimJob> ToSimJobs(const std::vector<PlanJob>& jobs, const std::vector<JobFigures>& figures,
+                              double peak_at = PlanRequest::kDefaultPeakAt);
 
 // Replays the build at one shape.
 ShapeOutcome SimulateShape(const std::vector<SimJob>& jobs, const PlanShape& shape, const PlanRequest& request,
