@@ -199,7 +199,7 @@ std::vector<SimJob> ToSimJobs(const std::vector<PlanJob>& jobs, const std::vecto
 }
 
 ShapeOutcome SimulateShape(const std::vector<SimJob>& jobs, const PlanShape& shape, const PlanRequest& request,
-                           int64_t tick_ms, const EstimatorFactory& make) {
+                           int64_t tick_ms, const EstimatorFactory& make, std::FILE* trace) {
   SimConfig config;
   config.budget = shape.budget;
   config.cores = std::max(1, shape.jobs);
@@ -209,6 +209,7 @@ ShapeOutcome SimulateShape(const std::vector<SimJob>& jobs, const PlanShape& sha
   config.builder_priorities = true;
   config.admission.guarded = request.guarded;
   config.admission.reserve_bytes = request.reserve_bytes;
+  config.trace = trace;
   PlanEstimator estimator = make();
   SimResult result = Simulator(jobs, config, estimator.estimator.get()).Run();
   ShapeOutcome outcome;
@@ -240,7 +241,7 @@ PlanReport PlanBuild(const std::vector<PlanJob>& jobs, const PlanRequest& reques
   }
   const std::vector<SimJob> sim_jobs = ToSimJobs(jobs, report.figures, request.peak_at);
   report.tick_ms = request.tick_ms > 0 ? request.tick_ms : ChooseTick(sim_jobs);
-  report.requested = SimulateShape(sim_jobs, request.requested, request, report.tick_ms, make);
+  report.requested = SimulateShape(sim_jobs, request.requested, request, report.tick_ms, make, request.trace);
   const std::vector<int> here = WithRequested(
       request.jobs_to_try.empty() ? DefaultJobCounts(request.requested.cores, request.requested.jobs)
                                   : request.jobs_to_try,

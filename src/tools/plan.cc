@@ -37,7 +37,7 @@ using sim::SweptShape;
 
 int Usage(bool asked) {
   printf("usage: ninja -t plan [-j N] [--mem-budget=SIZE] [--cores=N] [--peak-at=SHARE] [--dirty] [--json] "
-         "[targets]\n\n"
+         "[--trace] [targets]\n\n"
          "predict a build of the targets from history and priors (replayed through headroom's own admission code):\n"
          "wall time, peak memory, jobs that can never fit the budget, and the fastest -j here and on CI machines\n\n"
          "  -j N               jobs to run at once [default: the build's -j]\n"
@@ -45,7 +45,8 @@ int Usage(bool asked) {
          "  --cores=N          CPUs the jobs share [default: this machine's]\n"
          "  --peak-at=SHARE    how far into its run a job reaches its peak, 0..1 [default: 0.75]\n"
          "  --dirty            only what is out of date now [default: everything, as a clean build]\n"
-         "  --json             one JSON object for machines\n");
+         "  --json             one JSON object for machines\n"
+         "  --trace            the simulated build at -j N on stderr: each start, end, kill and wait\n");
   return asked ? 0 : 1;
 }
 
@@ -56,17 +57,19 @@ struct PlanFlags {
   double peak_at = sim::PlanRequest::kDefaultPeakAt;
   bool dirty = false;
   bool json = false;
+  bool trace = false;
   std::vector<std::string> targets;
 };
 
 // Parses the tool's flags; returns an exit code when it should stop.
 std::optional<int> ReadPlanFlags(const ToolArgs& args, PlanFlags* flags) {
-  enum { kMemBudget = 256, kCores, kPeakAt, kDirty, kJson, kHelp };
+  enum { kMemBudget = 256, kCores, kPeakAt, kDirty, kJson, kTrace, kHelp };
   static const struct option kLong[] = {{"mem-budget", required_argument, nullptr, kMemBudget},
                                         {"cores", required_argument, nullptr, kCores},
                                         {"peak-at", required_argument, nullptr, kPeakAt},
                                         {"dirty", no_argument, nullptr, kDirty},
                                         {"json", no_argument, nullptr, kJson},
+                                        {"trace", no_argument, nullptr, kTrace},
                                         {"help", no_argument, nullptr, kHelp},
                                         {nullptr, 0, nullptr, 0}};
   ToolOptionParser parser(args, "j:h", kLong);
@@ -115,6 +118,9 @@ std::optional<int> ReadPlanFlags(const ToolArgs& args, PlanFlags* flags) {
         break;
       case kJson:
         flags->json = true;
+        break;
+      case kTrace:
+        flags->trace = true;
         break;
       case 'h':
       case kHelp:
@@ -432,6 +438,7 @@ int ToolPlan(const ToolContext& context, const ToolArgs& args) {
   request.reserve_bytes = context.config->memory.reserve_bytes;
   request.other_machines = sim::CommonCiShapes();
   request.peak_at = flags.peak_at;
+  if (flags.trace) request.trace = stderr;
   const PlanReport report = sim::PlanBuild(jobs, request, MakeEstimatorFactory(context));
   if (flags.json) {
     PrintJson(report, jobs, flags.dirty);

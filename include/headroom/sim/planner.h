@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -99,6 +100,7 @@ struct PlanRequest {
   // Only a job's peak is recorded, not when in its run it came: the simulator has each job climb to its peak over
   // this share of its run and hold it until exit (see docs/planner.md).
   double peak_at = kDefaultPeakAt;
+  std::FILE* trace = nullptr;          // when set: the requested shape's simulated build, one line per event
   static constexpr double kDefaultPeakAt = 0.75;
 };
 
@@ -125,7 +127,7 @@ std::vector<SimJob> ToSimJobs(const std::vector<PlanJob>& jobs, const std::vecto
 
 // Replays the build at one shape.
 ShapeOutcome SimulateShape(const std::vector<SimJob>& jobs, const PlanShape& shape, const PlanRequest& request,
-                           int64_t tick_ms, const EstimatorFactory& make);
+                           int64_t tick_ms, const EstimatorFactory& make, std::FILE* trace = nullptr);
 
 // The whole plan: figures, the requested shape, and the sweeps.
 PlanReport PlanBuild(const std::vector<PlanJob>& jobs, const PlanRequest& request, const EstimatorFactory& make);
