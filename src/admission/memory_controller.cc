@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "headroom/admission/priority.h"
 #include "headroom/util/byte_size.h"
 #include "headroom/graph/graph.h"
 #include "headroom/logs/build_log.h"
@@ -125,24 +126,28 @@ void MemoryController::RefreshIfStale(EdgeState& state) {
   if (state.estimate_generation != parts_.estimator->generation()) Predict(state);
 }
 
-int64_t MemoryController::EdgeCost(const Edge* edge) {
-  if (edge->is_phony()) return 0;
-  // The critical path is weighed in seconds of known duration with every job counting at least 1:
-  // without history (or with only quick jobs) the order is exactly ninja's edge-count order, and
-  // long jobs (a heavy nvcc compile, a link) pull their chains forward once history knows them.
-  // Durations come from history alone: without any, nothing needs evaluating.
-  if (!parts_.estimator->HasHistory()) return 1;
+EdgeWeight MemoryController::EdgeCost(const Edge* edge) {
+  if (edge->is_phony()) return {0, false};
+  // Durations and peaks come from history alone: without any, every job counts 1 (ninja's order) and
+  // nothing needs evaluating. With history, long and memory-heavy jobs pull their chains forward, and jobs
+  // too big to run beside one another are chained (BuilderEdgeWeight).
+  if (!parts_.estimator->HasHistory()) return {1, false};
   // The plan asks for every edge of the build; only edges about to start keep their state (a large build
   // would otherwise hold a parsed command and an estimate per edge for its whole duration).
   int64_t duration_ms;
+  uint64_t peak_bytes;
   if (auto it = edges_.find(edge); it != edges_.end()) {
     duration_ms = it->second.estimate.duration_ms;
+    peak_bytes = it->second.estimate.peak_bytes;
   } else {
     EdgeState transient;
     Describe(edge, &transient);
     duration_ms = transient.estimate.duration_ms;
+    peak_bytes = transient.estimate.peak_bytes;
   }
-  return std::max<int64_t>(1, (duration_ms + 500) / 1000);
+  uint64_t reserve = policy_.Reserve(budget_bytes_);
+  uint64_t usable = budget_bytes_ > reserve ? budget_bytes_ - reserve : 0;
+  return BuilderEdgeWeight(duration_ms, peak_bytes, usable, true);
 }
 
 MemoryReading MemoryController::Read() {

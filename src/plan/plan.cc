@@ -21,7 +21,7 @@ void TopologicalVisit(const Node* node, std::unordered_set<Edge*>* seen, std::ve
   order->push_back(edge);
 }
 
-int64_t UnitCost(const Edge* edge) { return edge->is_phony() ? 0 : 1; }
+EdgeWeight UnitCost(const Edge* edge) { return {edge->is_phony() ? 0 : 1, false}; }
 
 }  // namespace
 
@@ -75,18 +75,30 @@ void Plan::EdgeWanted(const Edge* edge) {
   }
 }
 
-void Plan::PrepareQueue(const std::function<int64_t(const Edge*)>& edge_cost) {
-  ComputeCriticalPath(edge_cost ? edge_cost : UnitCost);
+void Plan::PrepareQueue(const std::function<EdgeWeight(const Edge*)>& edge_weight) {
+  ComputeCriticalPath(edge_weight ? edge_weight : UnitCost);
   ScheduleInitialEdges();
 }
 
-void Plan::ComputeCriticalPath(const std::function<int64_t(const Edge*)>& edge_cost) {
+void Plan::ComputeCriticalPath(const std::function<EdgeWeight(const Edge*)>& edge_weight) {
   ScopedMetric metric = TimeScope("ComputeCriticalPath");
   std::unordered_set<Edge*> seen;
   std::vector<Edge*> order;
   for (const Node* target : targets_) TopologicalVisit(target, &seen, &order);
+  // Each edge's cost is asked for once and kept by edge id (ids are dense: the manifest's order), so the
+  // exclusive edges' chain can be summed before any weight is accumulated.
+  size_t id_count = 0;
+  for (const Edge* edge : order) id_count = std::max(id_count, edge->id + 1);
+  std::vector<int64_t> costs(id_count, 0);
+  std::vector<bool> exclusive(id_count, false);
+  for (const Edge* edge : order) {
+    EdgeWeight weight = edge_weight(edge);
+    costs[edge->id] = weight.cost;
+    exclusive[edge->id] = weight.exclusive;
+  }
+  ChainExclusiveCosts(costs, exclusive);
   AccumulateCriticalPath(
-      order, [&](const Edge* edge) { return edge_cost(edge); },
+      order, [&](const Edge* edge) { return costs[edge->id]; },
       [](const Edge* edge, const auto& visit) {
         for (const Node* input : edge->inputs) {
           if (input->in_edge) visit(input->in_edge);

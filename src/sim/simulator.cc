@@ -108,6 +108,22 @@ const Estimate& Simulator::EstimateOf(size_t i) {
   return *s.estimate;
 }
 
+// The builder's weights (MemoryController::EdgeCost): BuilderEdgeWeight per job, the exclusive ones chained,
+// handed to ComputePriorities as plain durations.
+void Simulator::UseBuilderWeights(bool any_history, std::vector<PriorityJob>* costs) const {
+  uint64_t reserve = policy_.Reserve(config_.budget);
+  uint64_t usable = config_.budget > reserve ? config_.budget - reserve : 0;
+  std::vector<int64_t> weights(costs->size());
+  std::vector<bool> exclusive(costs->size());
+  for (size_t i = 0; i < costs->size(); ++i) {
+    EdgeWeight w = BuilderEdgeWeight((*costs)[i].duration_ms, (*costs)[i].peak_bytes, usable, any_history);
+    weights[i] = w.cost;
+    exclusive[i] = w.exclusive;
+  }
+  ChainExclusiveCosts(weights, exclusive);
+  for (size_t i = 0; i < costs->size(); ++i) (*costs)[i] = {weights[i], 0};
+}
+
 void Simulator::ComputePriorities_() {
   std::vector<std::vector<uint32_t>> dependents(jobs_.size());
   std::vector<PriorityJob> costs(jobs_.size());
@@ -116,9 +132,8 @@ void Simulator::ComputePriorities_() {
     for (size_t d : jobs_[i].deps) dependents[d].push_back(static_cast<uint32_t>(i));
     const Estimate& e = EstimateOf(i);
     costs[i] = {e.duration_ms, e.peak_bytes};
-    // The builder's weights: whole seconds, at least one each; all equal (ninja's order) without history.
-    if (config_.builder_priorities) costs[i] = {any_history ? std::max<int64_t>(1, (e.duration_ms + 500) / 1000) : 1, 0};
   }
+  if (config_.builder_priorities) UseBuilderWeights(any_history, &costs);
   std::string error;
   PriorityMode mode = config_.builder_priorities ? PriorityMode::kDuration : config_.priority;
   priority_ = ComputePriorities(dependents, costs, mode, config_.budget, &error).value();

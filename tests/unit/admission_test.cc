@@ -446,6 +446,25 @@ TEST(PriorityTest, MemoryModePrefersHeavyJobsOfEqualLength) {
   EXPECT_FALSE(ParsePriorityMode("fast"));
 }
 
+TEST(PriorityTest, BuilderWeightsKeepNinjasOrderWithoutHistoryAndForQuickJobs) {
+  EXPECT_EQ(BuilderEdgeWeight(90'000, 8 * kGiB, 16 * kGiB, false).cost, 1);
+  EXPECT_FALSE(BuilderEdgeWeight(90'000, 12 * kGiB, 16 * kGiB, false).exclusive);
+  // Quick jobs tie at one second whatever their memory, so their manifest order stands.
+  EXPECT_EQ(BuilderEdgeWeight(300, 10 * kMiB, 16 * kGiB, true).cost, 1000);
+  EXPECT_EQ(BuilderEdgeWeight(600, 4 * kGiB, 16 * kGiB, true).cost, 1000);
+}
+
+TEST(PriorityTest, BuilderWeightsGrowWithMemoryAndMarkJobsOverHalfTheUsableMemory) {
+  // 10 s needing a quarter of the usable memory counts 12.5 s; needing all of it, 20 s.
+  EXPECT_EQ(BuilderEdgeWeight(10'000, 4 * kGiB, 16 * kGiB, true).cost, 12'500);
+  EXPECT_EQ(BuilderEdgeWeight(10'000, 32 * kGiB, 16 * kGiB, true).cost, 20'000);
+  EXPECT_FALSE(BuilderEdgeWeight(10'000, 8 * kGiB, 16 * kGiB, true).exclusive);
+  EXPECT_TRUE(BuilderEdgeWeight(10'000, 8 * kGiB + 1, 16 * kGiB, true).exclusive);
+  // Memory control off (no usable figure): durations alone, nothing exclusive.
+  EXPECT_EQ(BuilderEdgeWeight(10'000, 8 * kGiB, 0, true).cost, 10'000);
+  EXPECT_FALSE(BuilderEdgeWeight(10'000, 8 * kGiB, 0, true).exclusive);
+}
+
 TEST(PriorityTest, CyclesAndBadIdsAreErrors) {
   std::string error;
   EXPECT_FALSE(ComputePriorities({{1}, {0}}, std::vector<PriorityJob>(2), PriorityMode::kEdgeCount, 0, &error));

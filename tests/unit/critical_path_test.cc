@@ -42,5 +42,26 @@ TEST(CriticalPathTest, DeepChainsNeedNoRecursion) {
   EXPECT_EQ(weights.back(), 1);
 }
 
+TEST(CriticalPathTest, ExclusiveJobsAreChainedOthersKeepTheirCosts) {
+  // Jobs 1 and 3 cannot run beside each other: each counts at least as long as both in series.
+  std::vector<int64_t> costs = {5, 2, 7, 3, 1};
+  ChainExclusiveCosts(costs, {false, true, false, true, false});
+  EXPECT_EQ(costs, (std::vector<int64_t>{5, 5, 7, 5, 1}));
+  // A lone exclusive job keeps its own cost; none exclusive changes nothing.
+  std::vector<int64_t> lone = {4, 9};
+  ChainExclusiveCosts(lone, {true, false});
+  EXPECT_EQ(lone, (std::vector<int64_t>{4, 9}));
+}
+
+TEST(CriticalPathTest, ChainedExclusiveJobsOutrankLongerLightJobs) {
+  // Three heavy 2 s jobs (exclusive) and a light 3 s job, all feeding a 1 s link: the heavies run in series
+  // (6 s) and must start first, though the light job alone is longer than any of them.
+  std::vector<std::vector<int>> dependencies = {{}, {}, {}, {}, {0, 1, 2, 3}};
+  std::vector<int64_t> costs = {2, 2, 2, 3, 1};
+  ChainExclusiveCosts(costs, {true, true, true, false, false});
+  std::vector<int64_t> weights = Weights(dependencies, costs);
+  EXPECT_EQ(weights, (std::vector<int64_t>{7, 7, 7, 4, 1}));
+}
+
 }  // namespace
 }  // namespace headroom

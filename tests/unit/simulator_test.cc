@@ -206,6 +206,44 @@ TEST(SimulatorTest, SecondBuildLearnsFromTheFirst) {
   EXPECT_EQ(second.safety_kills, 0);
 }
 
+// The memory benchmark's shape (bench/memory_bench.py): a few heavy jobs that each need more than half the
+// box, medium jobs longer than any heavy one, and a link needing everything. Heavy jobs can only run one at a
+// time, so they are the build's real chain: a warm build ordered as the builder orders it must start them
+// first and fill the box around them, not leave them queueing behind the medium jobs at the end.
+TEST(SimulatorTest, BuilderOrderStartsJobsTooBigToRunTogetherFirst) {
+  std::vector<SimJob> jobs;
+  for (int i = 0; i < 4; ++i) {
+    jobs.push_back(Job(fmt::format("heavy_{}.o", i), "HOG", fmt::format("hog heavy_{}", i), 900 * kMiB, 2, 0.5, 0.9));
+  }
+  for (int i = 0; i < 12; ++i) {
+    jobs.push_back(Job(fmt::format("medium_{}.o", i), "HOG", fmt::format("hog medium_{}", i), 150 * kMiB, 3, 0.5, 0.9));
+  }
+  AddLink(&jobs, "link.out", 300 * kMiB, 1);
+  SimConfig config = Config();
+  config.budget = 1536 * kMiB;
+  config.cores = 8;
+  config.builder_priorities = true;
+  HistoryStore history;
+  Simulate(jobs, config, &history);  // the first build teaches peaks and durations
+  SimResult warm = Simulate(jobs, config, &history);
+  Print("warm, builder order", warm);
+  ASSERT_TRUE(warm.completed);
+  EXPECT_EQ(warm.oom_kills, 0);
+  int64_t first_medium_start = warm.makespan_ms;
+  for (size_t i = 4; i < 16; ++i) first_medium_start = std::min(first_medium_start, warm.started_ms[i]);
+  int64_t first_heavy_start = std::min({warm.started_ms[0], warm.started_ms[1], warm.started_ms[2], warm.started_ms[3]});
+  EXPECT_LE(first_heavy_start, first_medium_start);
+  // Ordered by duration alone the longer medium jobs go first and the heavy ones queue, one by one, at the end.
+  SimConfig by_duration = config;
+  by_duration.builder_priorities = false;
+  by_duration.priority = PriorityMode::kDuration;
+  HistoryStore history2;
+  Simulate(jobs, by_duration, &history2);
+  SimResult warm_by_duration = Simulate(jobs, by_duration, &history2);
+  Print("warm, by duration alone", warm_by_duration);
+  EXPECT_LT(warm.makespan_ms, warm_by_duration.makespan_ms);
+}
+
 struct FixedBaseline {
   int j = 0;  // 0: every -j OOMs.
   int64_t makespan_ms = 0;
@@ -218,7 +256,6 @@ FixedBaseline BestFixedJobCount(const std::vector<SimJob>& jobs, const SimConfig
   for (int j = 1; j <= base.cores; ++j) {
     SimConfig config = base;
     config.fixed_j = j;
-    config.trace = nullptr;
     HistoryStore unused;
     SimResult r = Simulate(jobs, config, &unused);
     Print(fmt::format("fixed -j{}", j).c_str(), r);
@@ -259,7 +296,7 @@ void PrintPaddingCost(const char* name, const std::vector<SimJob>& jobs) {
     config.estimator.edge_margin_floor = std::min(config.estimator.edge_margin_floor, margin);
     HistoryStore history;
     Simulate(jobs, config, &history);
-    SimResult warm = Simulate(jobs, config, &history);
+  SimResult warm = Simulate(jobs, config, &history);
     Print(fmt::format("{}: warm, edge margin x{:.2f}", name, margin).c_str(), warm);
     EXPECT_EQ(warm.oom_kills, 0) << margin;
   }
@@ -390,7 +427,6 @@ struct ScaleTable {
 
 SimResult SimulateFixed(const std::vector<SimJob>& jobs, SimConfig config, int j) {
   config.fixed_j = j;
-  config.trace = nullptr;
   HistoryStore unused;
   return Simulate(jobs, config, &unused);
 }

@@ -51,8 +51,9 @@ class MemoryController : public JobController {
   bool MayGrantSlot(Edge* edge, JobId id) override;
   void SlotsChanged(Edge* edge, JobId id, size_t slots) override;
 
-  // Critical-path cost of an edge: its predicted duration when history knows it (ms), else 1.
-  int64_t EdgeCost(const Edge* edge);
+  // Critical-path weight of an edge (BuilderEdgeWeight): 1 each without history; with it, its predicted
+  // duration (ms) grown by its memory share, and whether it is too big to run beside another such job.
+  EdgeWeight EdgeCost(const Edge* edge);
 
   // Where jobs, memory samples and decisions are recorded for the summary, trace and report (nullable).
   void set_timeline(BuildTimeline* timeline) { timeline_ = timeline; }

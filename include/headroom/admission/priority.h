@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "headroom/plan/critical_path.h"
+
 namespace headroom {
 
 enum class PriorityMode {
@@ -26,6 +28,13 @@ struct PriorityJob {
 std::optional<std::vector<double>> ComputePriorities(const std::vector<std::vector<uint32_t>>& dependents,
                                                      const std::vector<PriorityJob>& jobs, PriorityMode mode,
                                                      uint64_t budget_bytes, std::string* error);
+
+// The builder's critical-path weight of one job (MemoryController::EdgeCost, and the simulator when it plays
+// the builder). Without history every job counts 1: ninja's order. With it, the predicted duration in ms grown
+// by the job's share of the usable memory (budget - reserve), as in kDurationAndMemory, and never below one
+// second, so quick jobs keep ninja's order among themselves; a job needing more than half the usable memory
+// cannot run beside another such job and is marked exclusive (ChainExclusiveCosts).
+EdgeWeight BuilderEdgeWeight(int64_t duration_ms, uint64_t peak_bytes, uint64_t usable_bytes, bool any_history);
 
 // Parses "edges", "duration", "memory" (for a command-line switch); nullopt on anything else.
 std::optional<PriorityMode> ParsePriorityMode(const std::string& name);

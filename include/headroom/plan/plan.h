@@ -13,6 +13,7 @@
 
 #include "headroom/graph/graph.h"
 #include "headroom/manifest/dyndep_parser.h"
+#include "headroom/plan/critical_path.h"
 
 namespace headroom {
 
@@ -33,8 +34,8 @@ class Plan {
   // Adds `target` and everything it needs that is dirty. false with empty *err: nothing to do.
   bool AddTarget(const Node* target, std::string* err);
   // Computes priorities and queues the edges whose inputs are ready; call once after AddTarget.
-  // `edge_cost` gives each edge's weight on the critical path (default: 1 per command edge).
-  void PrepareQueue(const std::function<int64_t(const Edge*)>& edge_cost = {});
+  // `edge_weight` gives each edge's weight on the critical path (default: 1 per command edge, none exclusive).
+  void PrepareQueue(const std::function<EdgeWeight(const Edge*)>& edge_weight = {});
 
   // Removes and returns the first ready edge `admit` accepts (walking in priority order), or null.
   Edge* FindWork(const std::function<bool(Edge*)>& admit = {});
@@ -71,7 +72,7 @@ class Plan {
   void EdgeWanted(const Edge* edge);
   bool RefreshDyndepDependents(DependencyScan* scan, const Node* node, std::string* err);
   void UnmarkDependents(const Node* node, std::set<Node*>* dependents);
-  void ComputeCriticalPath(const std::function<int64_t(const Edge*)>& edge_cost);
+  void ComputeCriticalPath(const std::function<EdgeWeight(const Edge*)>& edge_weight);
   void ScheduleInitialEdges();
   // Pools with a depth hold their edges back until a slot frees.
   void ReleasePoolEdges(Pool* pool);

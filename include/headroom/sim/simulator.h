@@ -47,9 +47,9 @@ struct SimConfig {
   // progresses at cpu_cores / demand of real time. 0: every job runs at full speed whatever runs beside it.
   double cpu_cores = 0;
   PriorityMode priority = PriorityMode::kDurationAndMemory;
-  // Order ready jobs as the builder does (MemoryController::EdgeCost): critical path in whole seconds of
-  // predicted duration, each job at least 1, once any history exists; ninja's edge count before. Overrides
-  // `priority`.
+  // Order ready jobs as the builder does (MemoryController::EdgeCost, BuilderEdgeWeight): critical path in ms
+  // of predicted duration grown by memory share, each job at least a second, jobs too big to run together
+  // chained, once any history exists; ninja's edge count before. Overrides `priority`.
   bool builder_priorities = false;
   AdmissionConfig admission;
   SafetyConfig safety;
@@ -95,6 +95,7 @@ class Simulator {
   JobDescription Describe(size_t i) const;
   const Estimate& EstimateOf(size_t i);
   void ComputePriorities_();
+  void UseBuilderWeights(bool any_history, std::vector<PriorityJob>* costs) const;
   bool IsGuess(size_t i);
   void MakeReady(size_t i);
   uint64_t Used() const;
