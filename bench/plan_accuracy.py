@@ -6,9 +6,12 @@ For each workload and (-j, budget) shape, in a fresh directory with its own empt
   2. forecast:   headroom -t plan -jJ --mem-budget=B --json (from the cold build's history: a true prediction);
   3. warm build: outputs removed, headroom -jJ in a new box of the budget: the MEASURED run;
   4. replay:     headroom -t plan -jJ --mem-budget=B --json again (history now includes the warm run).
-Measured wall: the warm build's, start to exit. Measured peak: the box's resident memory at its highest (v1
-memory.stat total_rss / v2 anon, polled every 20 ms: what the jobs hold, without page cache), and the kernel's own
-max_usage_in_bytes (page cache included) for reference. Targets: wall within 15 %, peak within 10 %.
+Measured wall: the warm build's, start to exit. Measured peak: the box's memory.max_usage_in_bytes (v1; v2
+memory.peak), the kernel's own high-water mark: the planner sums per-job peaks that headroom measured the same way
+(each job cgroup's max usage, page cache it charged included), so this is the like-for-like figure; the box's
+resident memory (v1 memory.stat total_rss / v2 anon, polled every 20 ms, no page cache) is shown beside it.
+Targets (issue #13): wall within 15 %, peak within 10 %, judged on the replay (build warm, then plan it); the
+forecast (plan from the cold build's history, before the warm build ran) is the harder, honest prediction.
 
 Workloads: `memhog` = bench/memory_bench.py's heterogeneous graphs (seeds given by --seeds, box 1536 MiB sizes);
 `nvcc` = real nvcc 13 compiles of small register-tiled CUDA kernels (one -gencode, 3-11 s each here), two C++ TUs
@@ -204,20 +207,24 @@ def summary_line(row):
 
 
 def markdown(rows):
-    lines = ["| workload | -j | budget | warm wall | forecast wall (err) | replay wall (err) | warm RSS peak (kernel) | "
-             "forecast peak (err) | replay peak (err) | wall ≤15 % | peak ≤10 % | load |",
+    """One row per shape; met/not met on the replay (the brief's "run the build warm, then plan it"), peak judged on
+    the kernel's figure (see the module doc), the forecast and the RSS-based errors shown beside."""
+    lines = ["| workload | -j | budget | warm wall | replay wall (err) | forecast wall (err) | warm peak: kernel / RSS | "
+             "replay peak (err kernel / RSS) | forecast peak (err kernel) | wall ≤15 % | peak ≤10 % | load |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
         w, f, r = row["warm"], row["forecast"], row["replay"]
         if "error" in f or "error" in r:
+            lines.append("| %s | %d | %d MiB | plan failed | | | | | | | | |" % (row["workload"], row["j"], row["budget_mib"]))
             continue
         wall_ok = abs(r["wall_error"]) <= 0.15
-        peak_ok = abs(r["peak_error"]) <= 0.10
-        lines.append("| %s | %d | %d MiB | %.1f s | %.1f s (%s) | %.1f s (%s) | %.0f MiB (%.0f) | %.0f MiB (%s) | "
-                     "%.0f MiB (%s) | %s | %s | %.1f |" % (
-                         row["workload"], row["j"], row["budget_mib"], w["wall_s"], f["wall_s"], pct(f["wall_error"]),
-                         r["wall_s"], pct(r["wall_error"]), w["rss_peak"] / MiB, (w["kernel_peak"] or 0) / MiB,
-                         f["peak"] / MiB, pct(f["peak_error"]), r["peak"] / MiB, pct(r["peak_error"]),
+        peak_ok = abs(r["peak_error_kernel"]) <= 0.10
+        lines.append("| %s | %d | %d MiB | %.1f s%s | %.1f s (%s) | %.1f s (%s) | %.0f / %.0f MiB | %.0f MiB (%s / %s) | "
+                     "%.0f MiB (%s) | %s | %s | %.0f |" % (
+                         row["workload"], row["j"], row["budget_mib"], w["wall_s"], "" if w["rc"] == 0 else " (rc %d)" % w["rc"],
+                         r["wall_s"], pct(r["wall_error"]), f["wall_s"], pct(f["wall_error"]),
+                         (w["kernel_peak"] or 0) / MiB, w["rss_peak"] / MiB, r["peak"] / MiB,
+                         pct(r["peak_error_kernel"]), pct(r["peak_error"]), f["peak"] / MiB, pct(f["peak_error_kernel"]),
                          "met" if wall_ok else "NOT met", "met" if peak_ok else "NOT met", row["load"]))
     return "\n".join(lines)
 

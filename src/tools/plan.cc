@@ -199,18 +199,33 @@ std::vector<size_t> PlannedDeps(const Edge* edge, const std::unordered_map<const
   return deps;
 }
 
-// Entries of one logged build: ninja's log times are ms since that build started, and an output's mtime was
-// set when its job ended, so mtime - end is the build's start; starts within two seconds are one build.
+// Entries of one logged build: ninja's log times are ms since that build started, and an output's mtime was set
+// while its job ran (a shell redirect creates it at the start, a compiler writes it at the end), so that build
+// started between mtime - end and mtime - start. Entries whose windows overlap (a second of slack) are one build.
 void AssignSessions(const std::vector<const BuildLogEntry*>& entries, std::vector<PlanJob>* jobs) {
-  std::vector<std::pair<int64_t, size_t>> starts;
+  constexpr int64_t kSlackMs = 1000;
+  struct Window {
+    int64_t earliest, latest;
+    size_t job;
+  };
+  std::vector<Window> windows;
   for (size_t i = 0; i < entries.size(); ++i) {
-    if (entries[i] && entries[i]->mtime > 0) starts.push_back({entries[i]->mtime / 1'000'000 - entries[i]->end_time, i});
+    if (!entries[i] || entries[i]->mtime <= 0) continue;
+    const int64_t mtime_ms = entries[i]->mtime / 1'000'000;
+    windows.push_back({mtime_ms - entries[i]->end_time - kSlackMs, mtime_ms - entries[i]->start_time + kSlackMs, i});
   }
-  std::sort(starts.begin(), starts.end());
+  std::sort(windows.begin(), windows.end(), [](const Window& a, const Window& b) { return a.earliest < b.earliest; });
   int session = 0;
-  for (size_t k = 0; k < starts.size(); ++k) {
-    if (k > 0 && starts[k].first - starts[k - 1].first > 2000) ++session;
-    (*jobs)[starts[k].second].logged->session = session;
+  int64_t session_latest = 0;
+  for (size_t k = 0; k < windows.size(); ++k) {
+    if (k > 0 && windows[k].earliest > session_latest) ++session;
+    session_latest = k == 0 || windows[k].earliest > session_latest ? windows[k].latest
+                                                                    : std::max(session_latest, windows[k].latest);
+    (*jobs)[windows[k].job].logged->session = session;
+  }
+  // Entries without an mtime are compared with nothing: a session of their own each.
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (entries[i] && entries[i]->mtime <= 0) (*jobs)[i].logged->session = ++session;
   }
 }
 
