@@ -227,7 +227,8 @@ void PrintUsage(const BuildConfig& config) {
           "                         else ~/.cache/headroom]\n"
           "  --no-store             use and keep history in the build dir only\n"
           "                         (also HEADROOM_STORE=off)\n"
-          "  --jobserver[=fifo|pipe] serve a GNU make jobserver to the jobs (nvcc --jobserver,\n"
+          "  --jobserver[=fifo|pipe]\n"
+          "                         serve a GNU make jobserver to the jobs (nvcc --jobserver,\n"
           "                         make, ninja, cargo), slots weighted by memory; `pipe` for\n"
           "                         GNU make 4.3 and older [default: off; fifo when given]\n"
           "  --headroom-version     print headroom's own version (--version prints ninja's)\n",
