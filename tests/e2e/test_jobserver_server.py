@@ -126,6 +126,23 @@ def test_nested_make_and_ninja_share_headroom_j3(ws, tmpdir_env):
     assert jobserver_dirs(tmpdir_env) == []
 
 
+def test_client_and_server_at_once_stay_within_makes_pool(ws, tmpdir_env):
+    """GNU make -j3 runs headroom --jobserver=pipe, whose jobs are a nested make and a leaf: the slots headroom
+    hands its jobs come out of make's pool too, so the leaves never exceed 3 at once (and reach 3)."""
+    make = require("make", "GNU make")
+    leaf_setup(ws, 3)
+    ws.write("build.ninja", "rule mk\n  command = %s -C sub -s all > mk.out 2>&1 && touch $out\n"
+             "rule leaf\n  command = cd sub && %s ../job.py $out 3 && touch ../$out\n"
+             "build A: mk\nbuild L: leaf\n" % (make, sys.executable))
+    ws.write("Makefile", "all:\n\t+%s --jobserver=pipe\n" % ws.bins["sut"])
+    p = ws.sh([make, "-j3", "-s"], env={"TMPDIR": tmpdir_env}, check=False)
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    assert ws.exists("sub/reached"), "three leaves never ran at once"
+    peak = max(int(line.split()[2]) for line in ws.read("sub/conc.log").splitlines() if line.startswith("start"))
+    assert peak == 3, ws.read("sub/conc.log")
+    assert jobserver_dirs(tmpdir_env) == []
+
+
 def test_fifo_style_nested_ninja_and_headroom_j_still_caps(ws, tmpdir_env):
     """ninja 1.13.2 nested under --jobserver (fifo): its leaves reach 2 with headroom -j2 and never more."""
     ninja = pip_ninja()
