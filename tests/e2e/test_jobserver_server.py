@@ -143,6 +143,54 @@ def test_client_and_server_at_once_stay_within_makes_pool(ws, tmpdir_env):
     assert jobserver_dirs(tmpdir_env) == []
 
 
+# A leaf that holds memory while it counts itself: it allocates and touches its share first, then counts in,
+# waits (bounded) until `k` leaves ran at once, and counts out.
+HUNGRY_LEAF = r"""
+import sys
+mb = int(sys.argv[3])
+held = b"\x01" * (mb << 20)
+""" + JOB
+
+
+def test_nested_make_slots_respect_the_memory_budget_in_a_box(ws, tmpdir_env):
+    """A recipe running GNU make whose leaves hold 400 MiB each, in a 1.5 GiB cgroup box, under headroom -j4
+    --jobserver=pipe: the make job is estimated at 450 MiB (headroom_mem) and each slot is charged as much, so
+    memory allows it one slot (2 leaves, ~0.8 GiB) where -j alone would allow 3 (4 leaves, 1.6 GiB: more than the
+    box). No kernel OOM kill; the same build with --no-memory (slots by -j only) is OOM-killed."""
+    from memory_box import MemoryBox, require_box  # noqa: PLC0415
+
+    require_box()
+    make = require("make", "GNU make")
+    ws.write("job.py", HUNGRY_LEAF)
+    ws.write("sub/Makefile", "all: m1 m2 m3 m4 m5 m6\nm%%:\n\t@%s ../job.py $@ 2 400\n" % sys.executable)
+    ws.write("build.ninja", "rule mk\n  command = %s -C sub -s all > mk.out 2>&1 && touch $out\n"
+             "build A: mk\n  headroom_mem = 450M\n" % make)
+    env = dict(ws.env({"TMPDIR": tmpdir_env}), HEADROOM_STORE=str(ws.path("store")))
+    box = MemoryBox(1536 << 20)
+    try:
+        r = box.run([ws.bins["sut"], "-j4", "--jobserver=pipe"], cwd=ws.root, env=env, timeout=180)
+        assert r.returncode == 0, (r.stdout, r.stderr, ws.read("mk.out") if ws.exists("mk.out") else "")
+        assert box.oom_kills() == 0
+    finally:
+        box.remove()
+    peak = max(int(line.split()[2]) for line in ws.read("sub/conc.log").splitlines() if line.startswith("start"))
+    assert peak == 2, ws.read("sub/conc.log")
+
+    for f in ("A", "sub/conc.log", "sub/conc.count", "sub/reached", "sub/released"):
+        if ws.exists(f):
+            ws.remove(f)
+    for i in range(1, 7):
+        if ws.exists("sub/m%d" % i):
+            ws.remove("sub/m%d" % i)
+    ws.write("sub/Makefile", "all: m1 m2 m3 m4 m5 m6\nm%%:\n\t@%s ../job.py $@ 4 400\n" % sys.executable)
+    box = MemoryBox(1536 << 20)
+    try:
+        r = box.run([ws.bins["sut"], "-j4", "--jobserver=pipe", "--no-memory"], cwd=ws.root, env=env, timeout=180)
+        assert r.returncode != 0 or box.oom_kills() > 0, "4 leaves of 400 MiB fitted a 1.5 GiB box"
+    finally:
+        box.remove()
+
+
 def test_fifo_style_nested_ninja_and_headroom_j_still_caps(ws, tmpdir_env):
     """ninja 1.13.2 nested under --jobserver (fifo): its leaves reach 2 with headroom -j2 and never more."""
     ninja = pip_ninja()
