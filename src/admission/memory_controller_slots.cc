@@ -12,12 +12,23 @@
 namespace headroom {
 
 
+uint64_t MemoryController::LeastWaitingNeed(uint64_t budget) const {
+  if (waiting_now_ == 0) return 0;
+  uint64_t least = 0;
+  bool any = false;
+  for (const auto& [waiting_edge, state] : edges_) {
+    if (state.waiting_since_ms < 0) continue;
+    const uint64_t need = policy_.AdmittedPeak(state.estimate.peak_bytes, IsGuess(state), budget);
+    least = any ? std::min(least, need) : need;
+    any = true;
+  }
+  return least;
+}
+
 bool MemoryController::MayGrantSlot(Edge* edge, JobId id) {
   auto it = running_.find(id);
   if (it == running_.end()) return false;
-  // A ready job waiting for memory comes first: slots would only make it wait longer. A frozen job means
-  // the safety net is already taking memory back.
-  if (waiting_now_ > 0) return false;
+  // A frozen job means the safety net is already taking memory back.
   for (const auto& [other_id, running] : running_) {
     if (running.job.frozen) return false;
   }
@@ -38,7 +49,9 @@ bool MemoryController::MayGrantSlot(Edge* edge, JobId id) {
       std::max(job.predicted_peak, state != edges_.end() ? state->second.estimate.peak_bytes : uint64_t{0});
   const uint64_t cost = slot_costs_.CostPerSlot(job.family_key, job_peak);
   const uint64_t room = policy_.Headroom(reading, jobs);
-  const uint64_t needed = owed + policy_.Reserve(budget) + cost;
+  // A ready job that waits comes first: a slot may not take the memory the least demanding of them needs
+  // (a wait for a probe or a stagger, with room to spare, does not stop slots; a wait for memory does).
+  const uint64_t needed = owed + policy_.Reserve(budget) + cost + LeastWaitingNeed(budget);
   return room >= needed;
 }
 

@@ -81,6 +81,9 @@ class MemoryControllerSlotsTest : public ::testing::Test {
   // Runs `jobs` edges hinted at `hint` on a machine of `total` bytes at -j`parallelism` with a jobserver;
   // returns the most slots offered at once while all of them ran.
   size_t SlotsWhileAllRun(uint64_t total, int jobs, const std::string& hint, int parallelism) {
+    return SlotsWhileAllRun(total, std::vector<std::string>(static_cast<size_t>(jobs), hint), parallelism);
+  }
+  size_t SlotsWhileAllRun(uint64_t total, const std::vector<std::string>& hints, int parallelism) {
     fake_.Write("proc/meminfo", fmt::format("MemTotal: {} kB\nMemFree: {} kB\nMemAvailable: {} kB\n", total / 1024,
                                             total / 1024, total / 1024));
     fake_.Write("proc/pressure/memory",
@@ -91,8 +94,8 @@ class MemoryControllerSlotsTest : public ::testing::Test {
     fake_.MakeDir("proc/1");
     std::string manifest = "rule touch\n  command = touch $out\n";
     std::string all = "build all: phony";
-    for (int i = 0; i < jobs; ++i) {
-      manifest += fmt::format("build o{}: touch\n  headroom_mem = {}\n", i, hint);
+    for (size_t i = 0; i < hints.size(); ++i) {
+      manifest += fmt::format("build o{}: touch\n  headroom_mem = {}\n", i, hints[i]);
       all += fmt::format(" o{}", i);
     }
     State state;
@@ -143,6 +146,13 @@ TEST_F(MemoryControllerSlotsTest, SlotsGoOnlyWhereMemoryCoversThem) {
   EXPECT_EQ(2u, SlotsWhileAllRun(8 * kGiBytes, 2, "1536M", 4));
   EXPECT_EQ(1u, SlotsWhileAllRun(11 * kGiBytes / 2, 2, "1536M", 4));
   EXPECT_EQ(0u, SlotsWhileAllRun(4 * kGiBytes, 2, "1536M", 4));
+}
+
+TEST_F(MemoryControllerSlotsTest, AJobWaitingForMemoryComesBeforeSlots) {
+  // 8 GiB, reserve 0.5: o0 (1.5 GiB) runs and would get a slot (1.5 + 1.5 + 0.5 <= 8), but o1 (6.5 GiB) waits
+  // for memory, and a slot would take what it needs.
+  EXPECT_EQ(1u, SlotsWhileAllRun(8 * kGiBytes, {"1536M"}, 4));
+  EXPECT_EQ(0u, SlotsWhileAllRun(8 * kGiBytes, {"1536M", "6656M"}, 4));
 }
 
 TEST_F(MemoryControllerSlotsTest, TheCpuCapComesFirst) {

@@ -147,6 +147,9 @@ class MemoryController : public JobController {
   bool guard_stalled_ = false;       // the last check found a stall (counts episodes, not ticks)
   BuildTimeline* timeline_ = nullptr;
   SlotCosts slot_costs_;  // jobserver slots: what each running job's extra slots are charged
+  // What the least demanding ready job that waits would be admitted at (0 when none waits); a jobserver slot
+  // may not take it (memory_controller_slots.cc).
+  uint64_t LeastWaitingNeed(uint64_t budget) const;
 };
 
 }  // namespace headroom
