@@ -68,7 +68,8 @@ ENV_RULE = "rule env\n  command = printf '%s' \"$$MAKEFLAGS\" > $out\n"
 
 
 def test_off_by_default_jobs_see_the_environment_unchanged(ws, tmpdir_env):
-    """Without --jobserver nothing changes: MAKEFLAGS is passed through as it came (or stays unset), no fifo."""
+    """Without --jobserver nothing changes: MAKEFLAGS is passed through as it came (or stays unset), no fifo;
+    HEADROOM_FLAGS=--jobserver turns it on."""
     ws.write("build.ninja", ENV_RULE + "build out: env\n")
     r = ws.run("-j2", env={"TMPDIR": tmpdir_env})
     assert r.rc == 0, r
@@ -76,6 +77,11 @@ def test_off_by_default_jobs_see_the_environment_unchanged(ws, tmpdir_env):
     ws.remove("out")
     r = ws.run("-j2", env={"TMPDIR": tmpdir_env, "MAKEFLAGS": "s -- CC=gcc"})
     assert ws.read("out") == "s -- CC=gcc"
+    assert jobserver_dirs(tmpdir_env) == []
+    # HEADROOM_FLAGS switches it on like the command line does (for tools that run `ninja` with fixed arguments).
+    ws.remove("out")
+    r = ws.run("-j2", env={"TMPDIR": tmpdir_env, "HEADROOM_FLAGS": "--jobserver"})
+    assert ws.read("out").startswith(" -j2 --jobserver-auth=fifo:%s/headroom-jobserver-" % tmpdir_env), ws.read("out")
     assert jobserver_dirs(tmpdir_env) == []
 
 
