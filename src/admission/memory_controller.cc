@@ -96,34 +96,71 @@ MemoryController::EdgeState& MemoryController::StateFor(const Edge* edge) {
   return it->second;
 }
 
+const std::string& MemoryController::OutputOf(const Edge* edge) {
+  static const std::string kNone;
+  return edge->outputs.empty() ? kNone : edge->outputs[0]->path;
+}
+
+JobDescription MemoryController::DescriptionOf(const Edge* edge, const EdgeState& state, std::string* hint) {
+  JobDescription job;
+  job.output = OutputOf(edge);
+  job.command_hash = state.command_hash;
+  job.rule = edge->rule->name();
+  if (state.has_hint) {
+    *hint = edge->GetBinding("headroom_mem");
+    job.mem_hint = std::string_view(*hint);
+  }
+  return job;
+}
+
 void MemoryController::Describe(const Edge* edge, EdgeState* state) {
-  // Everything the estimate depends on is evaluated and parsed once per edge and kept; only the history
-  // part of the estimate is redone later (RefreshIfStale).
-  state->command = edge->EvaluateCommand();
-  state->output = edge->outputs.empty() ? std::string() : edge->outputs[0]->path;
-  state->rule = edge->rule->name();
-  state->rspfile_content = edge->GetBinding("rspfile_content");
-  state->hint = edge->GetBinding("headroom_mem");
-  JobDescription& job = state->description;
-  job.output = state->output;
-  job.command = state->command;
-  job.command_hash = parts_.build_log ? parts_.build_log->HashCommand(edge->EvaluateCommand(true)) : 0;
-  job.rule = state->rule;
-  job.rspfile_content = state->rspfile_content;
-  if (!state->hint.empty()) job.mem_hint = std::string_view(state->hint);
-  state->profile = parts_.estimator->Profile(job);
-  Predict(*state);
+  // Everything the estimate depends on is evaluated and parsed once per edge into its profile; only the
+  // history part of the estimate is redone later (RefreshIfStale).
+  const std::string command = edge->EvaluateCommand();
+  const std::string rspfile_content = edge->GetBinding("rspfile_content");
+  state->command_hash = parts_.build_log ? parts_.build_log->HashCommand(edge->EvaluateCommand(true)) : 0;
+  state->has_hint = !edge->GetBinding("headroom_mem").empty();
+  std::string hint;
+  JobDescription job = DescriptionOf(edge, *state, &hint);
+  job.command = command;
+  job.rspfile_content = rspfile_content;
+  const JobProfile profile = parts_.estimator->Profile(job);
+  state->class_key = profile.class_key;
+  state->family_key = profile.family_key;
+  state->prior_peak_bytes = profile.prior.peak_bytes;
+  state->prior_family = profile.prior.family;  // its text is left out: only an estimate's `why` reads it
+  state->store_key = profile.store_key;
+  Predict(edge, *state);
 }
 
-void MemoryController::Predict(EdgeState& state) {
-  state.estimate = parts_.estimator->Predict(state.description, state.profile);
-  state.estimate.peak_bytes = std::max(state.estimate.peak_bytes, state.requeue_floor);
+JobProfile MemoryController::ProfileOf(const EdgeState& state) {
+  JobProfile profile;
+  profile.class_key = state.class_key;
+  profile.family_key = state.family_key;
+  profile.prior.peak_bytes = state.prior_peak_bytes;
+  profile.prior.family = state.prior_family;
+  profile.store_key = state.store_key;
+  return profile;
+}
+
+void MemoryController::Predict(const Edge* edge, EdgeState& state) {
+  std::string hint;
+  const Estimate estimate =
+      parts_.estimator->Predict(DescriptionOf(edge, state, &hint), ProfileOf(state), EstimateDetail::kFiguresOnly);
+  state.estimate.peak_bytes = std::max(estimate.peak_bytes, state.requeue_floor);
+  state.estimate.duration_ms = estimate.duration_ms;
+  state.estimate.source = estimate.source;
+  state.estimate.unknown_heavy = estimate.unknown_heavy;
+  state.estimate.confident = estimate.confident;
   state.estimate_generation = parts_.estimator->generation();
+  // Only a duration taken from the class (the edge's runs gave none) or a requeue can still move it.
+  state.settled = estimate.source == EstimateSource::kEdgeHistory && estimate.duration_ms > 0 &&
+                  state.requeue_floor == 0 && state.memory_failures == 0;
 }
 
-void MemoryController::RefreshIfStale(EdgeState& state) {
+void MemoryController::RefreshIfStale(const Edge* edge, EdgeState& state) {
   // Every finished job bumps the generation; the walk over waiting edges then re-predicts each once.
-  if (state.estimate_generation != parts_.estimator->generation()) Predict(state);
+  if (!state.settled && state.estimate_generation != parts_.estimator->generation()) Predict(edge, state);
 }
 
 EdgeWeight MemoryController::EdgeCost(const Edge* edge) {
@@ -172,8 +209,8 @@ bool MemoryController::IsGuess(const EdgeState& state) {
 Candidate MemoryController::CandidateFor(const Edge* edge, EdgeState& state, int64_t now) const {
   Candidate candidate;
   candidate.id = edge->id;
-  candidate.class_key = state.estimate.class_key;
-  candidate.family_key = state.estimate.family_key;
+  candidate.class_key = state.class_key;
+  candidate.family_key = state.family_key;
   candidate.predicted_peak = state.estimate.peak_bytes;
   candidate.unknown_heavy = state.estimate.unknown_heavy;
   candidate.from_prior = IsGuess(state);
@@ -200,7 +237,7 @@ bool MemoryController::MayStart(Edge* edge, size_t running) {
   EnsureGuard();
   const int64_t now = parts_.clock->NowMs();
   EdgeState& state = StateFor(edge);
-  RefreshIfStale(state);
+  RefreshIfStale(edge, state);
   if (!pass_) BeginPass();
   // The pass keeps memory for a head that waits for it from jobs that would delay it (AdmissionPass).
   const AdmissionDecision decision = pass_->Consider(CandidateFor(edge, state, now));
@@ -217,11 +254,11 @@ void MemoryController::NoteWait(const Edge* edge, EdgeState& state, const Admiss
     state.waiting_since_ms = now;
     ++decisions_.jobs_waited;
     ++waiting_now_;
-    RecordMarker("wait", state.output, decision.reason, now);
+    RecordMarker("wait", OutputOf(edge), decision.reason, now);
   }
   if (!state.explained_wait) {
     state.explained_wait = true;
-    Explain("waiting for memory: " + state.output + ": " + decision.reason);
+    Explain("waiting for memory: " + OutputOf(edge) + ": " + decision.reason);
   }
 }
 
@@ -237,11 +274,11 @@ void MemoryController::NoteAdmitted(const Edge* edge, EdgeState& state, const Ad
   state.explained_wait = false;
   if (decision.over_budget) {
     ++decisions_.over_budget_starts;
-    RecordMarker("over-budget", state.output,
+    RecordMarker("over-budget", OutputOf(edge),
                  "expected ~" + FormatBytes(state.estimate.peak_bytes) + ", over the " + FormatBytes(budget_bytes_) +
                      " budget: started alone",
                  now);
-    parts_.status->Warning("'" + state.output + "' (expected to need ~" + FormatBytes(state.estimate.peak_bytes) +
+    parts_.status->Warning("'" + OutputOf(edge) + "' (expected to need ~" + FormatBytes(state.estimate.peak_bytes) +
                            ") does not fit in the memory left under the " + FormatBytes(budget_bytes_) +
                            " budget; running it alone so the build can progress");
   }
@@ -264,8 +301,8 @@ void MemoryController::JobStarted(Edge* edge, JobId id, ProcessRunner* runner) {
   running.runner_id = id;
   running.meter_key = pending_meter_key_;
   running.job.id = static_cast<uint64_t>(pending_meter_key_);
-  running.job.class_key = state.estimate.class_key;
-  running.job.family_key = state.estimate.family_key;
+  running.job.class_key = state.class_key;
+  running.job.family_key = state.family_key;
   // A guess is counted as admission counted it (capped to what the budget allows); evidence raises it.
   running.job.predicted_peak = policy_.AdmittedPeak(state.estimate.peak_bytes, IsGuess(state), budget_bytes_);
   running.job.started_ms = now;
@@ -273,7 +310,7 @@ void MemoryController::JobStarted(Edge* edge, JobId id, ProcessRunner* runner) {
   running.job.runs_alone = state.must_run_alone;
   running.job.heavy = state.estimate.peak_bytes >= policy_.config().heavy_threshold;
   parts_.meter->JobStarted(pending_meter_key_, runner->ProcessGroupOf(id));
-  RecordJobStart(&running, state, now);
+  RecordJobStart(&running, edge, state, now);
   running_.emplace(id, std::move(running));
 }
 
@@ -376,8 +413,10 @@ bool MemoryController::JobFinished(Edge* edge, JobExit* exit) {
                                                            : "failed",
                exit->ExitStatusCode());
   slot_costs_.JobEnded(exit->id, record.peak_bytes);  // a job that held slots teaches what one costs
-  std::string learn_error;
-  if (!parts_.estimator->Learn(state.description, record, &learn_error, &state.profile) && !learn_error.empty())
+  std::string learn_error, hint;
+  const JobDescription job = DescriptionOf(edge, state, &hint);
+  const JobProfile profile = ProfileOf(state);
+  if (!parts_.estimator->Learn(job, record, &learn_error, &profile) && !learn_error.empty())
     parts_.status->Warning("recording memory history: " + learn_error);
 
   if (record.outcome == JobOutcome::kCompleted) {
@@ -392,9 +431,10 @@ bool MemoryController::HandleMemoryFailure(Edge* edge, EdgeState& state, const J
   const int64_t now = parts_.clock->NowMs();
   if (!safety_killed) {
     ++decisions_.oom_kills;
-    RecordMarker("oom", state.output, "the kernel's OOM killer ended it (" + result.oom.explanation + ")", now);
+    RecordMarker("oom", OutputOf(edge), "the kernel's OOM killer ended it (" + result.oom.explanation + ")", now);
   }
   ++state.memory_failures;
+  state.settled = false;  // its kill is in the history now: the next look re-predicts
   const uint64_t peak = result.peak_bytes;
   RequeueDecision decision =
       DecideRequeue(state.memory_failures, peak, state.estimate.peak_bytes, budget_bytes_, !safety_killed);
@@ -403,11 +443,11 @@ bool MemoryController::HandleMemoryFailure(Edge* edge, EdgeState& state, const J
                                        : "the kernel's OOM killer ended it (" + result.oom.explanation + ")";
     if (!exit->output.empty() && exit->output.back() != '\n') exit->output.push_back('\n');
     exit->output += "headroom: " + reason + "; " + decision.message + "\n";
-    RecordMarker("gave-up", state.output, decision.message, now);
+    RecordMarker("gave-up", OutputOf(edge), decision.message, now);
     return false;
   }
   ++decisions_.requeues;
-  RecordMarker("requeue", state.output, decision.message, now);
+  RecordMarker("requeue", OutputOf(edge), decision.message, now);
   state.estimate.peak_bytes = std::max(state.estimate.peak_bytes, decision.new_estimate);
   state.requeue_floor = state.estimate.peak_bytes;  // sticky: re-predictions never go below it.
   state.must_run_alone = decision.kind == RequeueDecision::Kind::kRetryAlone;
@@ -489,13 +529,15 @@ void MemoryController::ReleaseGuardForAbort() {
   }
 }
 
-void MemoryController::RecordJobStart(Running* running, const EdgeState& state, int64_t now) {
+void MemoryController::RecordJobStart(Running* running, const Edge* edge, const EdgeState& state, int64_t now) {
   if (!timeline_) return;
   TimelineJob job;
-  job.output = state.output;
-  job.command = state.command;
-  job.rule = state.rule;
-  job.class_key = state.estimate.class_key;
+  job.output = OutputOf(edge);
+  if (timeline_->keeps_details()) {  // the summary alone reads none of these
+    job.command = edge->EvaluateCommand();  // evaluated again rather than kept per waiting edge
+    job.rule = edge->rule->name();
+    job.class_key = state.class_key;
+  }
   job.start_ms = timeline_->Elapsed(now);
   job.estimate_bytes = state.estimate.peak_bytes;
   job.estimate_source = EstimateSourceName(state.estimate.source);

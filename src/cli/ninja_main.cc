@@ -52,6 +52,7 @@ MemoryController* NinjaMain::EnsureMemoryController() {
   if (!memory_.probe || !memory_.meter) return nullptr;
   if (memory_controller_) return memory_controller_.get();
   history_ = std::make_unique<HistoryStore>();
+  history_->set_keep_completed_runs(false);  // a build never estimates an edge again once it completed
   std::string warning = history_->Open(LogPath(HistoryStore::kFileName));
   if (!warning.empty()) status_->Warning(warning);
   OpenUserStore();

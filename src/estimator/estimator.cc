@@ -43,7 +43,8 @@ Estimator::Estimator(HistoryStore* history, FileSizeFn sizes, EstimatorConfig co
 
 uint64_t Estimator::Floor(uint64_t bytes) const { return std::max(bytes, config_.minimum_estimate); }
 
-std::optional<Estimate> Estimator::FromEdgeHistory(const JobDescription& job, const JobProfile& profile) const {
+std::optional<Estimate> Estimator::FromEdgeHistory(const JobDescription& job, const JobProfile& profile,
+                                                   bool why) const {
   const Prior& prior = profile.prior;
   const EdgeHistory* edge = history_ ? history_->FindEdge(job.output, job.command_hash) : nullptr;
   // The same edge measured in another build dir (a previous pip install's temp dir), from the user store.
@@ -70,13 +71,15 @@ std::optional<Estimate> Estimator::FromEdgeHistory(const JobDescription& job, co
   estimate.peak_bytes = std::max(Scale(completed_max, margin), killed_bound);
   // A kill only bounds the peak from below: the edge is known once a run of it completed since.
   estimate.confident = completed_max > 0 && killed_bound == 0;
-  estimate.why = fmt::format("{}edge history: max of last {} run(s) x{:.2f}", from_store ? "user store " : "",
-                             edge->recent.size() - window_start, margin);
-  if (killed_bound > 0) estimate.why += fmt::format(", killed run x{:.1f}", config_.killed_factor);
+  if (why) {
+    estimate.why = fmt::format("{}edge history: max of last {} run(s) x{:.2f}", from_store ? "user store " : "",
+                               edge->recent.size() - window_start, margin);
+    if (killed_bound > 0) estimate.why += fmt::format(", killed run x{:.1f}", config_.killed_factor);
+  }
   // ru_maxrss sees one process only, so for multi-process tools it is a lower bound: never below the prior.
   if (completed_max > 0 && rusage_only && prior.peak_bytes > estimate.peak_bytes) {
     estimate.peak_bytes = prior.peak_bytes;
-    estimate.why += " (ru_maxrss only: raised to the prior)";
+    if (why) estimate.why += " (ru_maxrss only: raised to the prior)";
   }
   return estimate;
 }
@@ -99,7 +102,7 @@ double Estimator::EdgeMargin(const EdgeHistory& edge, size_t window_start) const
   return std::clamp(1.0 + config_.edge_spread_factor * spread, config_.edge_margin_floor, config_.edge_margin);
 }
 
-std::optional<Estimate> Estimator::FromHint(const JobDescription& job) const {
+std::optional<Estimate> Estimator::FromHint(const JobDescription& job, bool why) const {
   if (!job.mem_hint) return std::nullopt;
   std::string error;
   std::optional<uint64_t> bytes = ParseSize(*job.mem_hint, &error);
@@ -107,11 +110,11 @@ std::optional<Estimate> Estimator::FromHint(const JobDescription& job) const {
   Estimate estimate;
   estimate.source = EstimateSource::kUserHint;
   estimate.peak_bytes = *bytes;
-  estimate.why = fmt::format("headroom_mem = {}", *job.mem_hint);
+  if (why) estimate.why = fmt::format("headroom_mem = {}", *job.mem_hint);
   return estimate;
 }
 
-std::optional<Estimate> Estimator::FromClass(const std::string& class_key) const {
+std::optional<Estimate> Estimator::FromClass(std::string_view class_key, bool why) const {
   const ClassStats* stats = history_ ? history_->FindClass(class_key) : nullptr;
   if (!stats || stats->completed() == 0) return std::nullopt;
   Estimate estimate;
@@ -121,12 +124,14 @@ std::optional<Estimate> Estimator::FromClass(const std::string& class_key) const
   estimate.peak_bytes = Scale(stats->PeakQuantile(config_.class_quantile), margin);
   estimate.confident = stats->completed() >= config_.class_confident_samples;
   estimate.duration_ms = stats->MeanDurationMs();
-  estimate.why = fmt::format("class history: p{:.0f} of {} job(s) x{:.2f}", config_.class_quantile * 100,
-                             stats->completed(), margin);
+  if (why) {
+    estimate.why = fmt::format("class history: p{:.0f} of {} job(s) x{:.2f}", config_.class_quantile * 100,
+                               stats->completed(), margin);
+  }
   return estimate;
 }
 
-std::optional<Estimate> Estimator::FromFamily(const std::string& family_key) const {
+std::optional<Estimate> Estimator::FromFamily(std::string_view family_key, bool why) const {
   if (!history_) return std::nullopt;
   IndexFamilies();
   auto it = family_index_.find(family_key);
@@ -140,8 +145,10 @@ std::optional<Estimate> Estimator::FromFamily(const std::string& family_key) con
       config_.family_margin_base + config_.family_margin_spread / std::sqrt(static_cast<double>(family.completed));
   estimate.peak_bytes = Scale(family.high_peak, margin);
   estimate.duration_ms = family.mean_duration_ms;
-  estimate.why = fmt::format("family history: p{:.0f} of {} job(s) in {} class(es) x{:.2f}",
-                             config_.class_quantile * 100, family.completed, family.classes, margin);
+  if (why) {
+    estimate.why = fmt::format("family history: p{:.0f} of {} job(s) in {} class(es) x{:.2f}",
+                               config_.class_quantile * 100, family.completed, family.classes, margin);
+  }
   return estimate;
 }
 
@@ -193,31 +200,37 @@ std::vector<FamilyStats> Estimator::Families() const {
   return families;
 }
 
+std::string_view KeyPool::Intern(std::string_view key) {
+  auto found = keys_.find(key);
+  if (found == keys_.end()) found = keys_.emplace(key).first;
+  return *found;
+}
+
 JobProfile Estimator::Profile(const JobDescription& job) const {
-  std::string class_key = JobClassKey(job.rule, job.command);
-  std::string family_key = FamilyKeyOfClassKey(class_key);
+  const std::string class_key = JobClassKey(job.rule, job.command);
   const uint64_t store_key = user_store_ ? user_store_->EdgeKey(job.output, class_key) : 0;
-  return {std::move(class_key), std::move(family_key),
+  return {keys_.Intern(class_key), keys_.Intern(FamilyKeyOfClassKey(class_key)),
           PriorFromCommand(job.command, job.rspfile_content, sizes_, config_.priors), store_key};
 }
 
-Estimate Estimator::Predict(const JobDescription& job, const JobProfile& profile) const {
+Estimate Estimator::Predict(const JobDescription& job, const JobProfile& profile, EstimateDetail detail) const {
   if (user_store_) user_store_->EnsureLoaded();  // seeds its classes into the history before any lookup
-  const std::string& class_key = profile.class_key;
+  const bool why = detail == EstimateDetail::kWithWhy;
+  const std::string_view class_key = profile.class_key;
   const Prior& prior = profile.prior;
-  std::optional<Estimate> best = FromEdgeHistory(job, profile);
-  std::optional<Estimate> from_class = FromClass(class_key);
-  if (!best) best = FromHint(job);
+  std::optional<Estimate> best = FromEdgeHistory(job, profile, why);
+  std::optional<Estimate> from_class = FromClass(class_key, why);
+  if (!best) best = FromHint(job, why);
   if (!best) best = from_class;
   // The family stands in for a class with no data yet; its duration also stands in for a missing one.
   std::optional<Estimate> from_family;
-  if (!best || (best->duration_ms == 0 && !from_class)) from_family = FromFamily(profile.family_key);
+  if (!best || (best->duration_ms == 0 && !from_class)) from_family = FromFamily(profile.family_key, why);
   if (!best) best = from_family;
   if (!best) {
     best.emplace();
     best->source = EstimateSource::kPrior;
     best->peak_bytes = prior.peak_bytes;
-    best->why = "prior: " + prior.why;
+    if (why) best->why = "prior: " + prior.why;
     best->unknown_heavy = prior.peak_bytes >= config_.heavy_threshold;
   }
   // Durations come from whatever measured source exists even when the peak came from a hint.
@@ -233,7 +246,9 @@ bool Estimator::Learn(const JobDescription& job, const HistoryRecord& record, st
                       const JobProfile* profile) {
   if (!history_) return true;
   ++generation_;  // the record is kept in memory even when the file write fails.
-  const std::string class_key = profile ? profile->class_key : JobClassKey(job.rule, job.command);
+  std::string parsed_key;  // only without a kept profile
+  if (!profile) parsed_key = JobClassKey(job.rule, job.command);
+  const std::string_view class_key = profile ? profile->class_key : std::string_view(parsed_key);
   bool written = history_->Record(job.output, job.command_hash, class_key, record, error);
   if (user_store_) user_store_->Record(job.output, class_key, record, static_cast<int64_t>(time(nullptr)));
   if (families_indexed_) {
@@ -242,7 +257,8 @@ bool Estimator::Learn(const JobDescription& job, const HistoryRecord& record, st
     IndexFamilies();
     const ClassStats* stats = history_->FindClass(class_key);
     if (stats && static_cast<size_t>(stats - history_->classes().data()) < known) {
-      Refresh(families_[family_index_.at(profile ? profile->family_key : FamilyKeyOfClassKey(class_key))]);
+      const std::string parsed_family = profile ? std::string() : FamilyKeyOfClassKey(class_key);
+      Refresh(families_[family_index_.find(profile ? profile->family_key : std::string_view(parsed_family))->second]);
     }
   }
   return written;

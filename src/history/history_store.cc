@@ -347,7 +347,11 @@ bool HistoryStore::WriteClassLineIfNew(uint32_t class_id, std::string* error) {
 bool HistoryStore::Record(std::string_view output, uint64_t command_hash, std::string_view class_key,
                           const HistoryRecord& record, std::string* error) {
   uint32_t class_id = InternClass(class_key);
-  AddToMemory(output, command_hash, class_id, record);
+  if (keep_completed_runs_ || record.killed()) {
+    AddToMemory(output, command_hash, class_id, record);
+  } else {
+    classes_[class_id].Add(record);
+  }
   if (!file_) return true;
   if (!WriteClassLineIfNew(class_id, error)) return false;
   if (!AppendLine(EdgeLine(output, command_hash, class_id, record), error)) return false;

@@ -219,6 +219,45 @@ TEST(EstimatorTest, PriorFirstThenClassThenEdgeHistory) {
   EXPECT_EQ(estimator.Predict(a).source, EstimateSource::kClassHistory);
 }
 
+TEST(KeyPoolTest, EqualKeysShareOneCopyThatOutlivesTheCallersString) {
+  KeyPool pool;
+  std::string text = "cxx g++ -O2 -DA -DB -Iinclude -c .cc";
+  const std::string_view first = pool.Intern(text);
+  text.assign("something else entirely, long enough to need the heap");
+  EXPECT_EQ(first, "cxx g++ -O2 -DA -DB -Iinclude -c .cc");
+  const std::string_view again = pool.Intern("cxx g++ -O2 -DA -DB -Iinclude -c .cc");
+  EXPECT_EQ(again.data(), first.data());
+  for (int i = 0; i < 1000; ++i) pool.Intern(fmt::format("key {}", i));  // rehashes never move a key
+  EXPECT_EQ(pool.Intern(first).data(), first.data());
+  EXPECT_EQ(pool.size(), 1001u);
+}
+
+// Profiles of jobs of one class share their keys, and asking for figures only gives the same figures
+// without formatting why.
+TEST(EstimatorTest, ProfilesShareInternedKeysAndFiguresOnlySkipsTheWhy) {
+  HistoryStore history;
+  Estimator estimator(&history, {});
+  std::string error;
+  JobDescription a = Job("a.o", "g++ -O2 -c a.cc -o a.o");
+  JobDescription b = Job("b.o", "g++ -O2 -c b.cc -o b.o");
+  const JobProfile pa = estimator.Profile(a), pb = estimator.Profile(b);
+  EXPECT_EQ(pa.class_key.data(), pb.class_key.data());
+  EXPECT_EQ(pa.family_key.data(), pb.family_key.data());
+  for (int learned = 0; learned < 2; ++learned) {
+    const Estimate with_why = estimator.Predict(a, pa);
+    const Estimate figures = estimator.Predict(a, pa, EstimateDetail::kFiguresOnly);
+    EXPECT_FALSE(with_why.why.empty());
+    EXPECT_TRUE(figures.why.empty());
+    EXPECT_EQ(figures.peak_bytes, with_why.peak_bytes);
+    EXPECT_EQ(figures.duration_ms, with_why.duration_ms);
+    EXPECT_EQ(figures.source, with_why.source);
+    EXPECT_EQ(figures.confident, with_why.confident);
+    EXPECT_EQ(figures.class_key.data(), pa.class_key.data());
+    ASSERT_TRUE(estimator.Learn(b, Completed(300 * kMiB), &error, &pb));
+  }
+  EXPECT_EQ(estimator.Predict(a, pa, EstimateDetail::kFiguresOnly).source, EstimateSource::kClassHistory);
+}
+
 TEST(EstimatorTest, AKeptProfileGivesTheSameEstimateAndLearningMovesTheGeneration) {
   HistoryStore history;
   Estimator estimator(&history, {});

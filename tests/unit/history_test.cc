@@ -104,6 +104,33 @@ TEST_F(HistoryTest, KeepsOnlyTheLastFewRunsPerEdgeAndClassAggregates) {
   EXPECT_EQ(store.FindEdge("a.o", 2)->recent.size(), 1u);
 }
 
+// A build keeps in memory only what it may estimate again: a killed run (its requeue). Completed runs still
+// reach the file and their class, and the next build reads them back.
+TEST_F(HistoryTest, WithoutKeepingCompletedRunsABuildHoldsOnlyKillsAndClasses) {
+  std::string error;
+  {
+    HistoryStore store;
+    store.set_keep_completed_runs(false);
+    ASSERT_EQ(store.Open(path_), "");
+    ASSERT_TRUE(store.Record("done.o", 1, "K", Rec(100, 7), &error)) << error;
+    ASSERT_TRUE(store.Record("killed.o", 2, "K", Rec(300, 9, JobOutcome::kSafetyKilled), &error)) << error;
+    EXPECT_EQ(store.FindEdge("done.o", 1), nullptr);
+    EXPECT_EQ(store.edge_count(), 1u);
+    ASSERT_NE(store.FindEdge("killed.o", 2), nullptr);
+    EXPECT_EQ(store.FindEdge("killed.o", 2)->recent.back().outcome, JobOutcome::kSafetyKilled);
+    ASSERT_NE(store.FindClass("K"), nullptr);
+    EXPECT_EQ(store.FindClass("K")->completed(), 1u);
+    EXPECT_EQ(store.FindClass("K")->killed(), 1u);
+    EXPECT_EQ(store.FindClass("K")->max_peak(), 100u);
+  }
+  HistoryStore next;
+  ASSERT_EQ(next.Open(path_), "");
+  ASSERT_NE(next.FindEdge("done.o", 1), nullptr);
+  EXPECT_EQ(next.FindEdge("done.o", 1)->recent.back().peak_bytes, 100u);
+  EXPECT_EQ(next.FindEdge("killed.o", 2)->recent.size(), 1u);
+  EXPECT_EQ(next.FindClass("K")->completed(), 1u);
+}
+
 TEST(RecentRunsTest, ReadsLikeAVectorFromTheFirstRunToTheLastFew) {
   RecentRuns runs;
   EXPECT_TRUE(runs.empty());

@@ -18,6 +18,7 @@
 #include "headroom/estimator/estimator.h"
 #include "headroom/history/history_store.h"
 #include "headroom/history/portable_key.h"
+#include "headroom/history/store_entries.h"
 #include "headroom/history/user_store.h"
 
 namespace headroom {
@@ -153,6 +154,142 @@ TEST_F(UserStoreTest, EstimatorStartsWarmFromTheStoreWhenTheBuildDirHasNoHistory
   Estimate other = estimator.Predict(JobDescription{"k2.o", 333, sibling, "cuda_compile"});
   EXPECT_EQ(other.source, EstimateSource::kFamilyHistory);
   EXPECT_GT(other.peak_bytes, 5000 * kMiB);
+}
+
+// The reader gives the same entries from memory and from a stream, and each entry's place in the file reads
+// back alone; damage ends the entries, keeping what came before it.
+TEST(StoreEntryReaderTest, TextAndStreamAgreeAndEachEntryReadsBackAlone) {
+  const std::string text =
+      "# headroom user store v1\n"
+      "C\t100\tcc g++ .cc\nr\t5\t6\tc\tc\nr\t7\t8\tt\to\n"
+      "E\t00000000000000ff\t200\tobj/a\\tb.o\nr\t9\t10\tc\tc\n"
+      "E\t0000000000000001\t300\tc.o\n"
+      "r\t1\t1\tc\tc\nr\t2\t2\tc\tc\nr\t3\t3\tc\tc\n"
+      "junk\n"
+      "E\t0000000000000002\t300\tnever.o\nr\t1\t1\tc\tc\n";
+  StoreEntryReader from_text(text, "t");
+  from_text.set_caps(64, 2);
+  std::FILE* file = fmemopen(const_cast<char*>(text.data()), text.size(), "r");
+  ASSERT_NE(file, nullptr);
+  StoreEntryReader from_file(file, "t");
+  from_file.set_caps(64, 2);
+  int version = 0;
+  ASSERT_EQ(from_text.ReadHeader(&version), "");
+  EXPECT_EQ(version, 1);
+  ASSERT_EQ(from_file.ReadHeader(&version), "");
+  std::vector<StoreEntry> entries;
+  StoreEntry a, b;
+  while (from_text.Next(&a)) {
+    ASSERT_TRUE(from_file.Next(&b));
+    EXPECT_EQ(a.kind, b.kind);
+    EXPECT_EQ(a.key, b.key);
+    EXPECT_EQ(a.offset, b.offset);
+    EXPECT_EQ(a.length, b.length);
+    EXPECT_EQ(a.records.size(), b.records.size());
+    entries.push_back(a);
+  }
+  EXPECT_FALSE(from_file.Next(&b));
+  std::fclose(file);
+  ASSERT_EQ(entries.size(), 3u);
+  EXPECT_EQ(from_text.damage(), "t is corrupt at line 11");
+  EXPECT_EQ(from_file.damage(), from_text.damage());
+  EXPECT_EQ(entries[0].class_key, "cc g++ .cc");
+  EXPECT_EQ(entries[0].records[1].outcome, JobOutcome::kOomKilled);
+  EXPECT_EQ(entries[1].output, "obj/a\tb.o");
+  ASSERT_EQ(entries[2].records.size(), 2u);  // capped: the last two runs
+  EXPECT_EQ(entries[2].records[0].peak_bytes, 2u);
+  for (const StoreEntry& entry : entries) {
+    StoreEntryReader alone(std::string_view(text).substr(entry.offset, entry.length), "t", false);
+    alone.set_caps(64, 2);
+    StoreEntry again;
+    ASSERT_TRUE(alone.Next(&again));
+    EXPECT_EQ(again.key, entry.key);
+    EXPECT_EQ(again.records.size(), entry.records.size());
+    EXPECT_FALSE(alone.Next(&again));
+    EXPECT_EQ(alone.damage(), "");
+    std::string written;
+    AppendStoreEntry(again, &written);
+    EXPECT_EQ(written.size(), entry.kind == 'E' && entry.key == 1 ? 47u : entry.length);  // 3 runs read, 2 kept
+  }
+  StoreEntryReader cut("# headroom user store v1\nE\t01\t5\to\nr\t1\t1\tc", "t");
+  ASSERT_EQ(cut.ReadHeader(&version), "");
+  ASSERT_TRUE(cut.Next(&a));
+  EXPECT_TRUE(a.records.empty());
+  EXPECT_EQ(cut.damage(), "t is truncated at line 3");
+}
+
+// A build loads the store lazily: classes in memory, edges indexed and read back from the file. Every
+// lookup gives what a full load gives, even after another build replaced the file.
+TEST_F(UserStoreTest, ALazyLoadFindsWhatAFullLoadFinds) {
+  {
+    UserStore store = Store("/b");
+    for (int run = 0; run < 11; ++run) {
+      for (int i = 0; i < 30; ++i) {
+        store.Record(fmt::format("e{}.o", i), i % 2 ? "cc g++ .cc" : "cc clang .cc", Rec((i + run + 1) * kMiB, run),
+                     kNow + run);
+      }
+    }
+    ASSERT_EQ(store.Flush(kNow + 11), "");
+  }
+  UserStore full = Store("/b");
+  ASSERT_EQ(full.Load(), "");
+  HistoryStore history;
+  UserStore lazy = Store("/b");
+  lazy.LoadLazily(&history, [](const std::string& warning) { ADD_FAILURE() << warning; });
+  lazy.EnsureLoaded();
+  EXPECT_EQ(lazy.edge_count(), 30u);
+  EXPECT_EQ(lazy.class_count(), 2u);
+  EXPECT_NE(history.FindClass("cc g++ .cc"), nullptr);  // seeded
+  {
+    UserStore other = Store("/b");  // another build replaces the file meanwhile
+    other.Record("e0.o", "cc clang .cc", Rec(999 * kMiB), kNow + 50);
+    ASSERT_EQ(other.Flush(kNow + 50), "");
+  }
+  for (int i = 0; i < 30; ++i) {
+    const uint64_t key = full.EdgeKey(fmt::format("e{}.o", i), i % 2 ? "cc g++ .cc" : "cc clang .cc");
+    const EdgeHistory* expected = full.FindEdge(key);
+    const EdgeHistory* found = lazy.FindEdge(key);
+    ASSERT_NE(expected, nullptr);
+    ASSERT_NE(found, nullptr) << i;
+    ASSERT_EQ(found->recent.size(), UserStore::kRunsPerEdge);
+    for (size_t r = 0; r < found->recent.size(); ++r) {
+      EXPECT_EQ(found->recent[r].peak_bytes, expected->recent[r].peak_bytes);
+      EXPECT_EQ(found->recent[r].duration_ms, expected->recent[r].duration_ms);
+    }
+  }
+  EXPECT_EQ(lazy.FindEdge(full.EdgeKey("e0.o", "cc g++ .cc")), nullptr);
+  EXPECT_EQ(lazy.FindEdge(12345), nullptr);
+}
+
+// The merge streams the file: an edge the file already names keeps its name without this build keeping a
+// copy, a new one is named, entries of other builds pass through, and the bound still holds.
+TEST_F(UserStoreTest, TheStreamingMergeKeepsNamesRunsAndOtherBuildsEntries) {
+  {
+    UserStore store = Store("/tmp/pip-install-a/build");
+    store.Record("/tmp/pip-install-a/build/known.o", "cc g++ .cc", Rec(kMiB), kNow);
+    store.Record("/elsewhere/other.o", "cc g++ .cc", Rec(3 * kMiB), kNow);
+    ASSERT_EQ(store.Flush(kNow), "");
+  }
+  HistoryStore history;
+  UserStore build = Store("/tmp/pip-install-b/build");
+  build.LoadLazily(&history, nullptr);
+  build.EnsureLoaded();
+  build.Record("/tmp/pip-install-b/build/known.o", "cc g++ .cc", Rec(2 * kMiB), kNow + 1);
+  build.Record("/tmp/pip-install-b/build/new.o", "cc g++ .cc", Rec(4 * kMiB), kNow + 1);
+  ASSERT_EQ(build.Flush(kNow + 1), "");
+  const std::string text = ReadText(file());
+  EXPECT_NE(text.find("\tknown.o\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\tnew.o\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\t/elsewhere/other.o\n"), std::string::npos) << text;
+  UserStore reader = Store("/x");
+  ASSERT_EQ(reader.Load(), "");
+  const EdgeHistory* known = reader.FindEdge(reader.EdgeKey("known.o", "cc g++ .cc"));
+  ASSERT_NE(known, nullptr);
+  ASSERT_EQ(known->recent.size(), 2u);
+  EXPECT_EQ(known->recent[1].peak_bytes, 2 * kMiB);
+  EXPECT_EQ(reader.contents().edges.at(reader.EdgeKey("known.o", "cc g++ .cc")).last_used_s, kNow + 1);
+  EXPECT_EQ(reader.contents().classes.at("cc g++ .cc").samples.size(), 4u);
+  EXPECT_EQ(reader.edge_count(), 3u);
 }
 
 TEST_F(UserStoreTest, LazyLoadingWaitsForTheFirstEstimate) {

@@ -65,18 +65,37 @@ class MemoryController : public JobController {
   uint64_t budget_bytes() const { return budget_bytes_; }
 
  private:
+  // What the controller keeps per edge it considered, for as long as the edge waits or runs. A large build
+  // can hold one for every ready edge while memory is short, so it keeps no strings: keys are the estimator's
+  // interned views, the output and rule are read from the graph, the command is parsed once into `profile`
+  // and re-evaluated only for a timeline, and the estimate's `why` (nothing here prints it) is never made.
   struct EdgeState {
-    Estimate estimate;
-    JobProfile profile;                // the parsed command, kept so a refresh costs history lookups only
+    // The estimate's figures; its class and family keys are profile's.
+    struct Figures {
+      uint64_t peak_bytes = 0;
+      int64_t duration_ms = 0;
+      EstimateSource source = EstimateSource::kPrior;
+      bool unknown_heavy = false;
+      bool confident = false;
+    };
+    Figures estimate;
+    // The parsed command (Estimator::Profile, less the prior's text), so a refresh costs history lookups only.
+    std::string_view class_key, family_key;  // interned by the estimator
+    uint64_t prior_peak_bytes = 0;
+    uint64_t store_key = 0;
     uint64_t estimate_generation = 0;  // Estimator::generation() the estimate was made at
     uint64_t requeue_floor = 0;        // raised estimate of an OOM requeue: newer class figures never lower it
-    JobDescription description;
-    std::string command, output, rule, rspfile_content, hint;  // owned storage the description points into
+    uint64_t command_hash = 0;         // as the build log hashes the command
+    int64_t waiting_since_ms = -1;     // when it started waiting for memory; -1 when not waiting
+    int64_t last_wait_ms = 0;          // how long it waited before its latest admission
+    ToolFamily prior_family = ToolFamily::kUnknown;
     int memory_failures = 0;
+    bool has_hint = false;             // $headroom_mem is set (read from the edge when predicting)
     bool must_run_alone = false;
-    int64_t waiting_since_ms = -1;  // when it started waiting for memory; -1 when not waiting
-    int64_t last_wait_ms = 0;       // how long it waited before its latest admission
     bool explained_wait = false;
+    // The estimate comes from the edge's own runs, which change only when it runs: later finished jobs
+    // cannot change it, so a waiting edge is not re-predicted after each of them.
+    bool settled = false;
   };
   struct Running {
     Edge* edge = nullptr;
@@ -92,10 +111,14 @@ class MemoryController : public JobController {
   EdgeState& StateFor(const Edge* edge);
   // Evaluates the command and bindings the estimate depends on, and predicts.
   void Describe(const Edge* edge, EdgeState* state);
+  // What the estimator reads of an edge; its views point into the graph and `hint` (kept by the caller).
+  static JobDescription DescriptionOf(const Edge* edge, const EdgeState& state, std::string* hint);
+  static JobProfile ProfileOf(const EdgeState& state);
   // Re-predicts from the profile and the history as it is now (the estimator learned since the last one).
-  void Predict(EdgeState& state);
+  void Predict(const Edge* edge, EdgeState& state);
   // An edge not started yet follows what finished jobs taught since it was first considered.
-  void RefreshIfStale(EdgeState& state);
+  void RefreshIfStale(const Edge* edge, EdgeState& state);
+  static const std::string& OutputOf(const Edge* edge);
   MemoryReading Read();
   static bool IsGuess(const EdgeState& state);
   Candidate CandidateFor(const Edge* edge, EdgeState& state, int64_t now) const;
@@ -111,7 +134,7 @@ class MemoryController : public JobController {
   void Explain(const std::string& message) const;
   void PrintWarnings();
   // Timeline recording; each does nothing without a timeline.
-  void RecordJobStart(Running* running, const EdgeState& state, int64_t now);
+  void RecordJobStart(Running* running, const Edge* edge, const EdgeState& state, int64_t now);
   void RecordJobEnd(const Running& running, int64_t now, uint64_t peak_bytes, const char* method,
                     const std::string& outcome, int exit_code);
   void RecordSample(const MemoryReading& reading, int64_t now);

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "headroom/estimator/priors.h"
@@ -29,6 +30,22 @@ struct JobDescription {
   std::optional<std::string_view> mem_hint;  // value of the edge variable headroom_mem ("4G"), if set.
 };
 
+// Class and family keys, each kept once: every job of a class shares its key (a large build has thousands of
+// edges per class, and a key holds the command's flags), so profiles and estimates hold views into a pool.
+// Views stay valid for the pool's life: the set's nodes never move.
+class KeyPool {
+ public:
+  std::string_view Intern(std::string_view key);
+  size_t size() const { return keys_.size(); }
+
+ private:
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
+  };
+  std::unordered_set<std::string, Hash, std::equal_to<>> keys_;
+};
+
 struct Estimate {
   uint64_t peak_bytes = 0;
   int64_t duration_ms = 0;     // 0 = unknown (no history): priority falls back to edge counts.
@@ -37,16 +54,20 @@ struct Estimate {
   // Measured with confidence: this edge's own completed runs, or a class with class_confident_samples
   // completed jobs. Admission trusts such estimates enough to skip staggering when memory is plentiful.
   bool confident = false;
-  std::string class_key;
-  std::string family_key;
-  std::string why;             // one line for -d explain / status: "edge history: max of 3 runs x1.10".
+  std::string_view class_key;  // interned by the estimator (KeyPool): valid while it lives
+  std::string_view family_key;
+  std::string why;             // "edge history: max of 3 runs x1.10"; empty when Predict was asked not to say
 };
+
+// Whether Predict writes Estimate::why: a build only needs it for -d explain, and formatting it for every
+// prediction of every waiting edge costs time and, kept per edge, memory.
+enum class EstimateDetail { kFiguresOnly, kWithWhy };
 
 // What the estimator reads from a job's command, which never changes during a build: parsed once per job
 // and handed back to Predict, so re-predicting after the history learned something costs lookups only.
 struct JobProfile {
-  std::string class_key;
-  std::string family_key;  // FamilyKeyOfClassKey(class_key)
+  std::string_view class_key;   // interned by the estimator (KeyPool): valid while it lives
+  std::string_view family_key;  // FamilyKeyOfClassKey(class_key), interned too
   Prior prior;
   uint64_t store_key = 0;  // the edge's key in the user store (UserStore::EdgeKey); 0 without a store
 };
@@ -91,7 +112,8 @@ class Estimator {
   // Parses the command: class key and prior. Callers keep it per job.
   JobProfile Profile(const JobDescription& job) const;
   // The estimate from a job's profile and the history as it is now: hash lookups, no parsing.
-  Estimate Predict(const JobDescription& job, const JobProfile& profile) const;
+  Estimate Predict(const JobDescription& job, const JobProfile& profile,
+                   EstimateDetail detail = EstimateDetail::kWithWhy) const;
   // Both in one, for callers that predict a job once.
   Estimate Predict(const JobDescription& job) const { return Predict(job, Profile(job)); }
 
@@ -122,10 +144,10 @@ class Estimator {
   const EstimatorConfig& config() const { return config_; }
 
  private:
-  std::optional<Estimate> FromEdgeHistory(const JobDescription& job, const JobProfile& profile) const;
-  std::optional<Estimate> FromHint(const JobDescription& job) const;
-  std::optional<Estimate> FromClass(const std::string& class_key) const;
-  std::optional<Estimate> FromFamily(const std::string& family_key) const;
+  std::optional<Estimate> FromEdgeHistory(const JobDescription& job, const JobProfile& profile, bool why) const;
+  std::optional<Estimate> FromHint(const JobDescription& job, bool why) const;
+  std::optional<Estimate> FromClass(std::string_view class_key, bool why) const;
+  std::optional<Estimate> FromFamily(std::string_view family_key, bool why) const;
   uint64_t Floor(uint64_t bytes) const;
   double EdgeMargin(const EdgeHistory& edge, size_t window_start) const;
   // Family figures are derived from the history's classes, grouped when first needed and kept current by Learn.
@@ -138,9 +160,11 @@ class Estimator {
   FileSizeFn sizes_;
   EstimatorConfig config_;
   uint64_t generation_ = 0;
+  mutable KeyPool keys_;  // class and family keys of every profile made
   mutable bool families_indexed_ = false;
   mutable size_t classes_indexed_ = 0;                         // history classes grouped so far
-  mutable std::unordered_map<std::string, size_t> family_index_;  // family key -> families_ position
+  mutable std::unordered_map<std::string, size_t, HistoryStore::StringHash, std::equal_to<>>
+      family_index_;  // family key -> families_ position
   mutable std::vector<FamilyStats> families_;
   mutable std::vector<std::vector<uint32_t>> family_members_;     // class ids, parallel to families_
 };

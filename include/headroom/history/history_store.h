@@ -139,6 +139,11 @@ class HistoryStore {
   bool Record(std::string_view output, uint64_t command_hash, std::string_view class_key,
               const HistoryRecord& record, std::string* error);
 
+  // A build estimates an edge again only after a kill (to requeue it), never once it completed: with
+  // false, a completed run is written to the file and counted in its class, but the edge's runs in memory
+  // are left as loaded, so a large build does not hold one entry per job it ran. Default true.
+  void set_keep_completed_runs(bool keep) { keep_completed_runs_ = keep; }
+
   // Adds a measurement made elsewhere (the user store) to a class, in memory only: never written here.
   void AddClassSample(std::string_view class_key, const HistoryRecord& record);
 
@@ -192,6 +197,7 @@ class HistoryStore {
   ClassIndex class_index_;
   std::vector<bool> class_in_file_;
   size_t records_in_file_ = 0;
+  bool keep_completed_runs_ = true;
 };
 
 }  // namespace headroom

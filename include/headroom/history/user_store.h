@@ -3,7 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
+#include <deque>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -11,6 +14,7 @@
 
 #include "headroom/history/history_store.h"
 #include "headroom/history/portable_key.h"
+#include "headroom/history/store_entries.h"
 
 namespace headroom {
 
@@ -30,25 +34,28 @@ class UserStore {
  public:
   static constexpr const char* kFileName = "history";
   static constexpr const char* kLockName = "history.lock";
-  static constexpr int kVersion = 1;
+  static constexpr int kVersion = StoreEntryReader::kVersion;
   static constexpr size_t kRunsPerEdge = RecentRuns::kCapacity;
   static constexpr size_t kSamplesPerClass = ClassStats::kRecentPeaks;
 
   UserStore(std::string dir, PathNormaliser normaliser, UserStoreLimits limits = {});
 
-  // Reads the store (missing = empty). Returns one warning when it is damaged, unreadable, read-only or
-  // from a newer headroom (left untouched then), "" when all is well. Never fails the build.
+  // Reads the whole store into contents() (missing = empty), for tools. Returns one warning when it is
+  // damaged, unreadable, read-only or from a newer headroom (left untouched then), "" when all is well.
   std::string Load();
 
-  // Defers Load to the first EnsureLoaded, so a build with nothing to do never reads the store; then
-  // `warn` gets Load's warning and `seed_target` the store's classes (SeedClasses).
+  // For a build: defers loading to the first EnsureLoaded, so a build with nothing to do never reads the
+  // store; then `warn` gets the load's warning and `seed_target` the store's classes (SeedClasses). A build
+  // loads the classes only: edges are indexed (key, place in the file, 16 bytes each) and read back from the
+  // file, kept open, when FindEdge asks for one, so the store is never held in memory as a whole.
   void LoadLazily(HistoryStore* seed_target, std::function<void(const std::string&)> warn);
   // Loads the store now if LoadLazily deferred it (a cheap check once done).
   void EnsureLoaded() {
     if (lazy_ && !loaded_) LoadNow();
   }
 
-  // The key of an edge (see PathNormaliser::EdgeKey) and the runs stored under it, or nullptr.
+  // The key of an edge (see PathNormaliser::EdgeKey) and the runs stored under it, or nullptr. After a lazy
+  // load the result is read from the file and valid until the next FindEdge.
   uint64_t EdgeKey(std::string_view output, std::string_view class_key) const;
   const EdgeHistory* FindEdge(uint64_t key) const;
   // Gives `history` the store's figures for each class it has not measured itself (memory only), so class
@@ -57,8 +64,9 @@ class UserStore {
 
   // Notes one finished job of this build; written by Flush.
   void Record(std::string_view output, std::string_view class_key, const HistoryRecord& record, int64_t now_s);
-  // Merges this build's records into the file: under a lock, re-read, merged, bounded, written to a temp
-  // file and renamed over, so concurrent builds lose nothing and readers never see half a file.
+  // Merges this build's records into the file: under a lock, the file is streamed twice (sizes, then the
+  // merged entries written to a temp file), bounded and renamed over, so concurrent builds lose nothing,
+  // readers never see half a file and the store is never in memory as a whole.
   // Returns a warning ("" when written, or nothing to write, or a warning was already given).
   std::string Flush(int64_t now_s);
 
@@ -70,7 +78,7 @@ class UserStore {
 
   const std::string& dir() const { return dir_; }
   std::string file_path() const { return dir_ + "/" + kFileName; }
-  size_t edge_count() const { return contents_.edges.size(); }
+  size_t edge_count() const { return indexed_ ? index_.size() : contents_.edges.size(); }
   size_t class_count() const { return contents_.classes.size(); }
   size_t pending_count() const { return pending_.size(); }
 
@@ -91,30 +99,55 @@ class UserStore {
   // Parses store text into *contents; returns a warning for damage (what came before it is kept).
   static std::string Parse(std::string_view text, const std::string& name, Contents* contents);
   static std::string Serialise(const Contents& contents, const UserStoreLimits& limits, int64_t now_s);
-  const Contents& contents() const { return contents_; }
+  const Contents& contents() const { return contents_; }  // after Load (a lazy load fills the classes only)
 
  private:
-  // One job's run, kept until Flush. Class keys are shared by many jobs, so each is kept once
-  // (pending_class_keys_) and a run names it by index: a 10k-job build would otherwise copy one per job.
+  // One job's run, kept until Flush (48 bytes). Class keys are shared by many jobs, so each is kept once
+  // (pending_class_keys_) and a run names it by index; the output's bytes live in pending_outputs_, and not
+  // at all when the store already has the edge (its file entry names it).
   struct Pending {
     uint64_t key;
-    std::string output;
-    uint32_t class_index;
     HistoryRecord record;
     int64_t time_s;
+    uint32_t class_index;
+    uint32_t output_offset;  // into pending_outputs_, which holds "<output>\n" per run that keeps one
+    static constexpr uint32_t kNoOutput = UINT32_MAX;
   };
-  void AddPending(uint64_t key, std::string output, std::string_view class_key, const HistoryRecord& record,
+  // Where an edge's entry lies in the file a lazy load indexed.
+  struct IndexEntry {
+    uint64_t key;
+    uint32_t offset;
+    uint32_t length;
+  };
+  struct FileCloser {
+    void operator()(std::FILE* file) const { std::fclose(file); }
+  };
+  class Merge;
+
+  // `output`: the normalised output, or null when the file names the edge.
+  void AddPending(uint64_t key, const std::string* output, std::string_view class_key, const HistoryRecord& record,
                   int64_t time_s);
+  void ForgetPending();
+  std::string_view PendingOutput(const Pending& pending) const;
   void Apply(const Pending& pending, Contents* contents) const;
   std::string Warn(std::string message);
   void LoadNow();
-  bool WriteMerged(const std::vector<Pending>& pending, const Contents* extra, int64_t now_s, std::string* error);
+  std::string LoadIndex();
+  void ForgetLoaded();
+  bool WriteMerged(const Contents* extra, int64_t now_s, std::string* error);
 
   std::string dir_;
   PathNormaliser normaliser_;
   UserStoreLimits limits_;
   Contents contents_;
-  std::vector<Pending> pending_;
+  bool indexed_ = false;                       // loaded lazily: edges are in index_, read from file_
+  std::vector<IndexEntry> index_;              // sorted by key
+  std::unique_ptr<std::FILE, FileCloser> file_;
+  mutable EdgeHistory found_;                  // what FindEdge read last
+  mutable std::string found_text_;
+  mutable StoreEntry found_entry_;
+  std::deque<Pending> pending_;                // a deque: no doubling copy of a 100k-run build's runs
+  std::string pending_outputs_;
   std::vector<std::string> pending_class_keys_;
   std::unordered_map<std::string, uint32_t> pending_class_index_;
   bool read_only_ = false;  // newer version or unwritable: read, never written
