@@ -247,26 +247,47 @@ int FamilyRank(ToolFamily family) {
 
 void AppendSteps(std::string_view command, int depth, std::vector<CommandStep>* steps);
 
+// CMake's `--launcher=` value is a ;-list ("ccache;distcc" for a chain); keeps the launchers' basenames.
+void AppendLauncherList(std::string_view list, std::vector<std::string>* launchers) {
+  while (!list.empty()) {
+    size_t semi = list.find(';');
+    std::string_view item = list.substr(0, semi);
+    if (!item.empty()) launchers->emplace_back(Basename(item));
+    list = semi == std::string_view::npos ? std::string_view() : list.substr(semi + 1);
+  }
+}
+
 // Turns the words of one step into a CommandStep, peeling runners, env assignments and launchers.
 void AddStep(const std::vector<std::string>& words, int depth, std::vector<CommandStep>* steps) {
   size_t pos = 0;
+  std::vector<std::string> launchers, assignments;
   while (pos < words.size()) {
     const std::string& word = words[pos];
     std::string_view tool = Basename(word);
     if (IsEnvAssignment(word)) {
+      assignments.push_back(word);
       ++pos;
     } else if (IsRunner(tool) || IsLauncher(tool)) {
-      pos = SkipRunnerOptions(tool, words, pos + 1);
+      if (IsLauncher(tool)) launchers.emplace_back(tool);
+      size_t options_end = SkipRunnerOptions(tool, words, pos + 1);
+      for (size_t i = pos + 1; i < options_end; ++i)
+        if (IsEnvAssignment(words[i])) assignments.push_back(words[i]);
+      pos = options_end;
     } else if (tool == "cmake" && pos + 2 < words.size() && words[pos + 1] == "-E" &&
                (words[pos + 2] == "__run_co_compile" || words[pos + 2] == "env")) {
       // CMake's own launchers: "cmake -E __run_co_compile --launcher=ccache ... -- cc ..." and
       // "cmake -E env [--unset=X] A=b cmd ...".
       auto dashes = std::find(words.begin() + pos + 3, words.end(), "--");
+      for (auto it = words.begin() + static_cast<long>(pos) + 3; it < dashes; ++it)
+        if (it->rfind("--launcher=", 0) == 0) AppendLauncherList(it->substr(11), &launchers);
       if (words[pos + 2] == "__run_co_compile" && dashes != words.end()) {
         pos = static_cast<size_t>(dashes - words.begin()) + 1;
       } else {
         pos += 3;
-        while (pos < words.size() && (IsEnvAssignment(words[pos]) || words[pos].rfind("--unset=", 0) == 0)) ++pos;
+        while (pos < words.size() && (IsEnvAssignment(words[pos]) || words[pos].rfind("--unset=", 0) == 0)) {
+          if (IsEnvAssignment(words[pos])) assignments.push_back(words[pos]);
+          ++pos;
+        }
       }
     } else {
       break;
@@ -285,6 +306,8 @@ void AddStep(const std::vector<std::string>& words, int depth, std::vector<Comma
   step.tool = std::string(tool);
   step.args.assign(words.begin() + static_cast<long>(pos) + 1, words.end());
   step.family = FamilyOfStep(step);
+  step.launchers = std::move(launchers);
+  step.assignments = std::move(assignments);
   steps->push_back(std::move(step));
 }
 

@@ -29,6 +29,11 @@ struct CommandStep {
   std::string tool;               // basename, e.g. "nvcc", "x86_64-linux-gnu-g++-12".
   std::vector<std::string> args;  // arguments after the tool.
   ToolFamily family = ToolFamily::kUnknown;
+  // What was peeled off in front of the tool, in order: launcher basenames ("ccache", "distcc"; CMake's
+  // `__run_co_compile --launcher=X` gives X) and NAME=value assignments (CCACHE_PREFIX=distcc). The execution
+  // mode (exec_mode.h) reads them; estimates do not.
+  std::vector<std::string> launchers;
+  std::vector<std::string> assignments;
 };
 
 // Every step of the command in order; `cd`, `true`, `:` and similar no-op steps are dropped.
