@@ -154,6 +154,36 @@ const char* FigureSourceName(FigureSource source) {
   return "prior";
 }
 
+void AssignLoggedBuilds(const std::vector<int64_t>& mtimes_ms, std::vector<PlanJob>* jobs) {
+  constexpr int64_t kSlackMs = 1000;
+  struct Window {
+    int64_t earliest, latest;
+    size_t job;
+  };
+  std::vector<Window> windows;
+  for (size_t i = 0; i < jobs->size(); ++i) {
+    const std::optional<PlanJob::Logged>& run = (*jobs)[i].logged;
+    if (run && mtimes_ms[i] > 0) {
+      windows.push_back({mtimes_ms[i] - run->end_ms - kSlackMs, mtimes_ms[i] - run->start_ms + kSlackMs, i});
+    }
+  }
+  std::sort(windows.begin(), windows.end(), [](const Window& a, const Window& b) { return a.earliest < b.earliest; });
+  int session = 0;
+  int64_t session_latest = 0;
+  for (size_t k = 0; k < windows.size(); ++k) {
+    if (k > 0 && windows[k].earliest > session_latest) {
+      ++session;
+      session_latest = windows[k].latest;
+    } else {
+      session_latest = k == 0 ? windows[k].latest : std::max(session_latest, windows[k].latest);
+    }
+    (*jobs)[windows[k].job].logged->session = session;
+  }
+  for (size_t i = 0; i < jobs->size(); ++i) {
+    if ((*jobs)[i].logged && mtimes_ms[i] <= 0) (*jobs)[i].logged->session = ++session;
+  }
+}
+
 std::vector<JobFigures> ResolveFigures(const std::vector<PlanJob>& jobs, const PlanEstimator& source,
                                        double measured_on_cores) {
   std::vector<JobFigures> figures;

@@ -199,41 +199,11 @@ std::vector<size_t> PlannedDeps(const Edge* edge, const std::unordered_map<const
   return deps;
 }
 
-// Entries of one logged build: ninja's log times are ms since that build started, and an output's mtime was set
-// while its job ran (a shell redirect creates it at the start, a compiler writes it at the end), so that build
-// started between mtime - end and mtime - start. Entries whose windows overlap (a second of slack) are one build.
-void AssignSessions(const std::vector<const BuildLogEntry*>& entries, std::vector<PlanJob>* jobs) {
-  constexpr int64_t kSlackMs = 1000;
-  struct Window {
-    int64_t earliest, latest;
-    size_t job;
-  };
-  std::vector<Window> windows;
-  for (size_t i = 0; i < entries.size(); ++i) {
-    if (!entries[i] || entries[i]->mtime <= 0) continue;
-    const int64_t mtime_ms = entries[i]->mtime / 1'000'000;
-    windows.push_back({mtime_ms - entries[i]->end_time - kSlackMs, mtime_ms - entries[i]->start_time + kSlackMs, i});
-  }
-  std::sort(windows.begin(), windows.end(), [](const Window& a, const Window& b) { return a.earliest < b.earliest; });
-  int session = 0;
-  int64_t session_latest = 0;
-  for (size_t k = 0; k < windows.size(); ++k) {
-    if (k > 0 && windows[k].earliest > session_latest) ++session;
-    session_latest = k == 0 || windows[k].earliest > session_latest ? windows[k].latest
-                                                                    : std::max(session_latest, windows[k].latest);
-    (*jobs)[windows[k].job].logged->session = session;
-  }
-  // Entries without an mtime are compared with nothing: a session of their own each.
-  for (size_t i = 0; i < entries.size(); ++i) {
-    if (entries[i] && entries[i]->mtime <= 0) (*jobs)[i].logged->session = ++session;
-  }
-}
-
 std::vector<PlanJob> DescribeJobs(const ToolContext& context, const std::vector<Edge*>& edges) {
   std::unordered_map<const Edge*, size_t> index;
   for (size_t i = 0; i < edges.size(); ++i) index[edges[i]] = i;
   std::vector<PlanJob> jobs(edges.size());
-  std::vector<const BuildLogEntry*> logged(edges.size(), nullptr);
+  std::vector<int64_t> mtimes_ms(edges.size(), 0);
   for (size_t i = 0; i < edges.size(); ++i) {
     const Edge* edge = edges[i];
     PlanJob& job = jobs[i];
@@ -247,10 +217,10 @@ std::vector<PlanJob> DescribeJobs(const ToolContext& context, const std::vector<
     const BuildLogEntry* entry = context.build_log ? context.build_log->LookupByOutput(job.output) : nullptr;
     if (entry && entry->command_hash == job.command_hash && entry->end_time >= entry->start_time) {
       job.logged = PlanJob::Logged{entry->start_time, entry->end_time, -1};
-      logged[i] = entry;
+      mtimes_ms[i] = entry->mtime > 0 ? entry->mtime / 1'000'000 : 0;
     }
   }
-  AssignSessions(logged, &jobs);
+  sim::AssignLoggedBuilds(mtimes_ms, &jobs);
   return jobs;
 }
 

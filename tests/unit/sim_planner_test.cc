@@ -109,6 +109,21 @@ TEST(SimPlannerTest, DurationsMeasuredSideBySideOnTooFewCoresAreCorrectedToUncon
   EXPECT_EQ(figures[2].solo_duration_ms, 2000) << "jobs of another logged build do not contend";
 }
 
+TEST(SimPlannerTest, LogEntriesAreGroupedIntoTheBuildsTheyRanIn) {
+  // Build A started at t=100000 ms: x wrote its output at its end, y (a shell redirect) at its start, z has no
+  // mtime. Build B started 20 s later.
+  std::vector<PlanJob> jobs = {Job("x"), Job("y"), Job("z"), Job("w")};
+  jobs[0].logged = PlanJob::Logged{0, 5000, -1};
+  jobs[1].logged = PlanJob::Logged{3000, 9000, -1};
+  jobs[2].logged = PlanJob::Logged{0, 1000, -1};
+  jobs[3].logged = PlanJob::Logged{0, 2000, -1};
+  AssignLoggedBuilds({100000 + 5000, 100000 + 3000, 0, 120000 + 2000}, &jobs);
+  EXPECT_EQ(jobs[0].logged->session, jobs[1].logged->session) << "mtime at the start or at the end: one build";
+  EXPECT_NE(jobs[3].logged->session, jobs[0].logged->session);
+  EXPECT_NE(jobs[2].logged->session, jobs[0].logged->session);
+  EXPECT_NE(jobs[2].logged->session, jobs[3].logged->session);
+}
+
 TEST(SimPlannerTest, SimulatorSharesCoresBetweenRunningJobs) {
   std::vector<SimJob> jobs(2);
   for (size_t i = 0; i < jobs.size(); ++i) {

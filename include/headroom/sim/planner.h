@@ -116,6 +116,12 @@ struct PlanReport {
   std::vector<SweptShape> others;
 };
 
+// Sets each logged job's `session`: which build of .ninja_log it ran in. Log times are ms since that build started,
+// and an output's mtime (`mtimes_ms[i]`, 0 when unknown) was set while its job ran (a shell redirect creates it at
+// the start, a compiler writes it at the end), so that build started between mtime - end and mtime - start; jobs
+// whose windows overlap (a second of slack) ran in one build. Jobs without an mtime get a session of their own.
+void AssignLoggedBuilds(const std::vector<int64_t>& mtimes_ms, std::vector<PlanJob>* jobs);
+
 // Each job's figures: its own measured runs first, then the estimator, then priors; durations from the history,
 // else .ninja_log, else the mean of the known ones (1 s when none is known).
 std::vector<JobFigures> ResolveFigures(const std::vector<PlanJob>& jobs, const PlanEstimator& source,
