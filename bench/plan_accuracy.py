@@ -6,6 +6,8 @@ For each workload and (-j, budget) shape, in a fresh directory with its own empt
   2. forecast:   headroom -t plan -jJ --mem-budget=B --json (from the cold build's history: a true prediction);
   3. warm build: outputs removed, headroom -jJ in a new box of the budget: the MEASURED run;
   4. replay:     headroom -t plan -jJ --mem-budget=B --json again (history now includes the warm run).
+Then, with no new builds, each shape's history plans every other shape of its workload ("cross-shape"): the
+what-if the tool exists for, compared with the other shape's measured warm build.
 Measured wall: the warm build's, start to exit. Measured peak: the box's memory.max_usage_in_bytes (v1; v2
 memory.peak), the kernel's own high-water mark: the planner sums per-job peaks that headroom measured the same way
 (each job cgroup's max usage, page cache it charged included), so this is the like-for-like figure; the box's
@@ -181,7 +183,7 @@ def one_shape(a, name, make_project, j, budget):
     warm = build_in_box(a.headroom, j, budget, d, env)
     replay = plan(a.headroom, j, budget, d, env)
     row = {"workload": name, "j": j, "budget_mib": budget, "cold": cold, "warm": warm, "forecast": forecast,
-           "replay": replay, "load": os.getloadavg()[0]}
+           "replay": replay, "load": os.getloadavg()[0], "dir": str(d), "store": env["HEADROOM_STORE"]}
     for kind in ("forecast", "replay"):
         if "error" not in row[kind]:
             row[kind]["wall_error"] = error(row[kind]["wall_s"], warm["wall_s"])
@@ -204,6 +206,38 @@ def summary_line(row):
                 row["workload"], row["j"], row["budget_mib"], w["wall_s"], w["rc"], w["oom_kills"], w["rss_peak"] / MiB,
                 (w["kernel_peak"] or 0) / MiB, f["wall_s"], 100 * f["wall_error"], f["peak"] / MiB, 100 * f["peak_error"],
                 r["wall_s"], 100 * r["wall_error"], r["peak"] / MiB, 100 * r["peak_error"], row["load"]))
+
+
+def cross_shape(a, rows):
+    """What-if across shapes: each shape's warm history and log plan every other shape of the same workload, compared
+    with that shape's measured warm build (no new builds)."""
+    out = []
+    for source in rows:
+        for target in rows:
+            if source is target or source["workload"] != target["workload"] or "error" in target["replay"]:
+                continue
+            env = {k: v for k, v in os.environ.items() if k not in ("NINJA_STATUS", "MAKEFLAGS", "HEADROOM_FLAGS", "MAX_JOBS")}
+            env["HEADROOM_STORE"] = source["store"]
+            p = plan(a.headroom, target["j"], target["budget_mib"], Path(source["dir"]), env)
+            if "error" in p:
+                continue
+            w = target["warm"]
+            out.append({"workload": source["workload"], "from": "-j%d %d MiB" % (source["j"], source["budget_mib"]),
+                        "to": "-j%d %d MiB" % (target["j"], target["budget_mib"]), "measured_wall_s": w["wall_s"],
+                        "predicted_wall_s": p["wall_s"], "wall_error": error(p["wall_s"], w["wall_s"]),
+                        "measured_peak": w["kernel_peak"], "predicted_peak": p["peak"],
+                        "peak_error": error(p["peak"], w["kernel_peak"] or 0)})
+    return out
+
+
+def cross_markdown(cross):
+    lines = ["| workload | history from | planned shape | measured wall | predicted (err) | measured peak | predicted (err) |",
+             "|---|---|---|---|---|---|---|"]
+    for c in cross:
+        lines.append("| %s | %s | %s | %.1f s | %.1f s (%s) | %.0f MiB | %.0f MiB (%s) |" % (
+            c["workload"], c["from"], c["to"], c["measured_wall_s"], c["predicted_wall_s"], pct(c["wall_error"]),
+            (c["measured_peak"] or 0) / MiB, c["predicted_peak"] / MiB, pct(c["peak_error"])))
+    return "\n".join(lines)
 
 
 def markdown(rows):
@@ -253,11 +287,14 @@ def main():
     if a.workload in ("nvcc", "all"):
         for j, budget in override or NVCC_SHAPES:
             rows.append(one_shape(a, "nvcc", nvcc_project, j, budget))
+    cross = cross_shape(a, rows)
     print()
     print(markdown(rows))
+    print()
+    print(cross_markdown(cross))
     if a.json:
         with open(a.json, "w") as f:
-            json.dump(rows, f, indent=1)
+            json.dump({"rows": rows, "cross_shape": cross}, f, indent=1)
 
 
 if __name__ == "__main__":
