@@ -38,6 +38,14 @@ const std::vector<Tool>& AllTools() {
   return kTools;
 }
 
+namespace {
+
+bool IsHeadroomOnly(const Tool& tool) {
+  return tool.run == ToolMemStats || tool.run == ToolHistory || tool.run == ToolPlan;
+}
+
+}  // namespace
+
 const Tool* ChooseTool(const std::string& name, int* exit_code) {
   const auto& tools = AllTools();
   if (name == "list") {
@@ -55,6 +63,9 @@ const Tool* ChooseTool(const std::string& name, int* exit_code) {
   int best = 4;
   for (const Tool& tool : tools) {
     int distance = EditDistance(name, tool.name, true, 3);
+    // headroom's own tools are offered only for a one-letter slip, so ninja's hints stay ninja's ("lst" must not
+    // get "plan") while "memstat" still gets "memstats".
+    if (IsHeadroomOnly(tool) && distance > 1) continue;
     if (distance < best) {
       best = distance;
       suggestion = tool.name;
