@@ -17,6 +17,8 @@ constexpr double kReleaseStart = 1.0;
 constexpr int64_t kUnknownDurationMs = 1000;
 // A -j whose wall is within this share of the fastest is as good: the fewest such -j is recommended.
 constexpr double kSameWallShare = 0.02;
+// Ready jobs an admission pass looks at (SimConfig::candidate_window): a plan of 50k edges stays in seconds.
+constexpr size_t kCandidateWindow = 256;
 
 JobDescription DescribeJob(const PlanJob& job) {
   JobDescription d;
@@ -237,6 +239,7 @@ ShapeOutcome SimulateShape(const std::vector<SimJob>& jobs, const PlanShape& sha
   config.tick_ms = tick_ms;
   config.time_limit_ms = 30LL * 24 * 3600 * 1000;
   config.builder_priorities = true;
+  config.candidate_window = kCandidateWindow;
   config.admission.guarded = request.guarded;
   config.admission.reserve_bytes = request.reserve_bytes;
   config.trace = trace;

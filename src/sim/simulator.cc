@@ -147,6 +147,7 @@ bool Simulator::IsGuess(size_t i) {
 void Simulator::MakeReady(size_t i) {
   state_[i].ready = true;
   state_[i].ready_since = now_;
+  ready_.insert({-priority_[i], i});
 }
 
 uint64_t Simulator::Used() const {
@@ -164,12 +165,11 @@ MemoryReading Simulator::Reading() const {
   return reading;
 }
 
+// Highest priority first, manifest order among equals (ninja's tie-break).
 std::vector<size_t> Simulator::ReadyByPriority() const {
   std::vector<size_t> ready;
-  for (size_t i = 0; i < jobs_.size(); ++i) {
-    if (state_[i].ready) ready.push_back(i);
-  }
-  std::stable_sort(ready.begin(), ready.end(), [&](size_t a, size_t b) { return priority_[a] > priority_[b]; });
+  ready.reserve(ready_.size());
+  for (const auto& [negated_priority, i] : ready_) ready.push_back(i);
   return ready;
 }
 
@@ -187,6 +187,7 @@ void Simulator::Admit() {
     for (size_t k = 0; k < ready.size() && k < static_cast<size_t>(free_slots); ++k) Start(ready[k], false);
     return;
   }
+  if (config_.candidate_window > 0 && ready.size() > config_.candidate_window) ready.resize(config_.candidate_window);
   std::vector<Candidate> candidates;
   for (size_t i : ready) {
     const Estimate& e = EstimateOf(i);
@@ -219,6 +220,7 @@ void Simulator::Admit() {
 
 void Simulator::Start(size_t i, bool alone) {
   state_[i].ready = false;
+  ready_.erase({-priority_[i], i});
   Active run;
   run.job = i;
   const Estimate& e = EstimateOf(i);

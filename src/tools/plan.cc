@@ -332,8 +332,12 @@ void PrintText(const PlanReport& report, const std::vector<PlanJob>& jobs, bool 
     const ShapeOutcome& best = here.runs[*here.best];
     printf("recommendation: -j%d --mem-budget=%s (%s", best.shape.jobs, BudgetFlag(best.shape.budget).c_str(),
            Seconds(best.wall_ms).c_str());
-    if (asked.completed && best.shape.jobs != asked.shape.jobs) {
+    // Worth saying only when the asked -j is measurably slower (the fewest -j within 2 % is recommended).
+    if (asked.completed && best.shape.jobs != asked.shape.jobs &&
+        static_cast<double>(asked.wall_ms) > 1.01 * static_cast<double>(best.wall_ms)) {
       printf(" against %s at -j%d", Seconds(asked.wall_ms).c_str(), asked.shape.jobs);
+    } else if (best.shape.jobs < asked.shape.jobs) {
+      printf("; -j%d is no faster", asked.shape.jobs);
     }
     printf(")\n");
   } else {

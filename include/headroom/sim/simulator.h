@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,10 @@ struct SimConfig {
   // of predicted duration grown by memory share, each job at least a second, jobs too big to run together
   // chained, once any history exists; ninja's edge count before. Overrides `priority`.
   bool builder_priorities = false;
+  // > 0: an admission pass looks at only this many ready jobs, best first (the planner's builds have thousands
+  // ready at once; the builder walks them all, but one deep in the queue is rarely the only one that fits).
+  // 0: all of them.
+  size_t candidate_window = 0;
   AdmissionConfig admission;
   SafetyConfig safety;
   RequeueConfig requeue;
@@ -122,6 +127,7 @@ class Simulator {
   std::vector<JobState> state_;
   std::map<size_t, std::vector<size_t>> dependents_;
   std::vector<double> priority_;
+  std::set<std::pair<double, size_t>> ready_;  // (-priority, job): best first, then manifest order
   std::vector<Active> running_;
   SimResult result_;
   int64_t now_ = 0;
