@@ -1,0 +1,212 @@
+"""headroom over a real distcc farm on 127.0.0.1 (docs/scale-out.md): the test starts its own distccd daemons on free
+loopback ports and stops them. C++ translation units of ~300 MiB each are compiled through `distcc g++` inside a
+1.5 GiB memory box (tests/e2e/memory_box.py; the daemons run outside it, as a farm's machines would):
+
+* farm up: every compile runs on the daemon (its log records each), several at once, and nothing is OOM-killed
+  though 12 such compiles could never share the box locally;
+* farm down: distcc falls back to local compiles. distcc caps its own local fallbacks (--localslots, 2 by default),
+  which hides the storm on a small machine, so the host list raises that cap to 12 as a many-core client would have:
+  ninja 1.13.2 at -j12 is OOM-killed in the box where headroom finishes with 0 kernel OOM kills.
+
+Skips with a loud reason where distcc or the box is unavailable; fails instead when CI=1."""
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import harness  # noqa: E402
+from memory_box import MemoryBox, require_box  # noqa: E402
+
+MiB = 1024 * 1024
+TU_COUNT = 12
+TU_ELEMENTS = 1_200_000  # one initialiser of this many distinct longs: g++ -O0 peaks near 300 MiB, ~4 s
+BOX_BYTES = 1536 * MiB
+
+
+def require_distcc():
+    missing = [tool for tool in ("distcc", "distccd", "g++") if shutil.which(tool) is None]
+    if missing:
+        reason = "distcc e2e needs %s on PATH (scripts/install-deps.sh installs distcc)" % ", ".join(missing)
+        if os.environ.get("CI"):
+            pytest.fail(reason + " (required in CI)")
+        pytest.skip(reason)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def port_open(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.2)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+class Distccd:
+    """One distccd on 127.0.0.1, accepting loopback clients only; its log names every compile it ran."""
+
+    def __init__(self, jobs: int = 4):
+        self.port = free_port()
+        # distccd drops root for its own user, so its log directory must be writable by anyone.
+        self.dir = Path(tempfile.mkdtemp(prefix="hr-distccd-"))
+        self.dir.chmod(0o777)
+        self.log = self.dir / "log"
+        self.pid_file = self.dir / "pid"
+        subprocess.run(["distccd", "--daemon", "--allow", "127.0.0.1", "--listen", "127.0.0.1",
+                        "--port", str(self.port), "--jobs", str(jobs), "--log-level", "info",
+                        "--log-file", str(self.log), "--pid-file", str(self.pid_file)], check=True)
+        deadline = time.monotonic() + 10
+        while not (self.pid_file.exists() and port_open(self.port)):
+            if time.monotonic() > deadline:
+                self.stop()
+                pytest.fail("distccd did not start listening on 127.0.0.1:%d: %s" % (self.port, self.log_text()))
+            time.sleep(0.05)  # polling a daemon's readiness, not synchronising the code under test
+
+    def log_text(self) -> str:
+        return self.log.read_text() if self.log.exists() else ""
+
+    def compiled(self) -> list[str]:
+        """Sources the daemon compiled successfully (its COMPILE_OK job summaries)."""
+        return [line.rsplit(" ", 1)[-1] for line in self.log_text().splitlines() if "COMPILE_OK" in line]
+
+    def stop(self):
+        if self.pid_file.exists():
+            try:
+                os.kill(int(self.pid_file.read_text()), 15)  # the listener ends its preforked children
+            except (OSError, ValueError):
+                pass
+        deadline = time.monotonic() + 10
+        while port_open(self.port) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not port_open(self.port), "distccd on port %d did not stop" % self.port
+
+    def remove(self):
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@pytest.fixture
+def farm():
+    require_distcc()
+    daemons = []
+
+    def start(jobs: int = 4) -> Distccd:
+        daemon = Distccd(jobs)
+        daemons.append(daemon)
+        return daemon
+
+    yield start
+    for daemon in daemons:
+        daemon.remove()
+
+
+@pytest.fixture
+def box_factory():
+    require_box()
+    boxes = []
+
+    def make(limit_bytes: int) -> MemoryBox:
+        box = MemoryBox(limit_bytes)
+        boxes.append(box)
+        return box
+
+    yield make
+    for box in boxes:
+        box.remove()
+
+
+def write_project(directory: Path):
+    """TU_COUNT heavy C++ sources compiled through distcc, and one (local) link of them all."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for i in range(TU_COUNT):
+        with open(directory / ("tu%02d.cc" % i), "w") as f:
+            f.write("extern const long table%d[] = {\n" % i)
+            for start in range(0, TU_ELEMENTS, 20):
+                f.write(",".join(str((start + j) * 7919 + i) for j in range(20)) + ",\n")
+            f.write("};\n")
+    (directory / "main.cc").write_text("int main() { return 0; }\n")
+    lines = ["rule cxx", "  command = distcc g++ -O0 -c $in -o $out", "  description = CXX $out",
+             "rule link", "  command = g++ $in -o $out", "  description = LINK $out"]
+    objects = []
+    for name in ["main"] + ["tu%02d" % i for i in range(TU_COUNT)]:
+        lines.append("build %s.o: cxx %s.cc" % (name, name))
+        objects.append(name + ".o")
+    lines.append("build app: link " + " ".join(objects))
+    (directory / "build.ninja").write_text("\n".join(lines) + "\n")
+
+
+def distcc_env(hosts: str, state_dir: Path) -> dict:
+    state_dir.mkdir(parents=True, exist_ok=True)  # distcc does not make DISTCC_DIR itself
+    env = dict(os.environ)
+    env["DISTCC_HOSTS"] = hosts
+    env["DISTCC_DIR"] = str(state_dir)  # distcc's locks and host backoff state: the test's own
+    env.pop("CCACHE_PREFIX", None)
+    return env
+
+
+def max_concurrent_compiles(trace_path: Path) -> int:
+    """The most .o jobs running at once in headroom's --trace."""
+    events = [e for e in json.loads(trace_path.read_text())["traceEvents"]
+              if e.get("ph") == "X" and e["name"].endswith(".o")]
+    edges = sorted([(e["ts"], 1) for e in events] + [(e["ts"] + e["dur"], -1) for e in events])
+    running = best = 0
+    for _, step in edges:
+        running += step
+        best = max(best, running)
+    return best
+
+
+def test_farm_up_every_compile_runs_remote_and_several_at_once(tmp_path, farm, box_factory):
+    daemon = farm(jobs=4)
+    project = tmp_path / "project"
+    write_project(project)
+    box = box_factory(BOX_BYTES)
+    box.require_complete_kill_count()
+    env = distcc_env("127.0.0.1:%d/4" % daemon.port, tmp_path / "distcc")
+    env["DISTCC_FALLBACK"] = "0"  # a compile the farm does not take fails instead of quietly running here
+    result = box.run([harness.headroom_binary(), "-j12", "--trace=trace.json"], cwd=project, env=env, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert box.oom_kills() == 0
+    compiled = daemon.compiled()
+    assert sorted(compiled) == sorted(["main.cc"] + ["tu%02d.cc" % i for i in range(TU_COUNT)]), daemon.log_text()
+    # 12 x ~300 MiB could not run at once in a 1.5 GiB box; remote, headroom runs several at once (the daemon's 4
+    # slots and distcc's client-side host limit are the bound).
+    assert max_concurrent_compiles(project / "trace.json") >= 3
+
+
+def test_farm_down_fallbacks_are_memory_admitted_where_ninja_is_oom_killed(tmp_path, farm, box_factory):
+    daemon = farm(jobs=4)
+    port = daemon.port
+    daemon.stop()  # the farm is down: every distcc job falls back to a local compile
+    hosts = "--localslots=%d 127.0.0.1:%d/4" % (TU_COUNT, port)  # a many-core client's fallback cap
+
+    ninja_dir = tmp_path / "ninja"
+    write_project(ninja_dir)
+    ninja_box = box_factory(BOX_BYTES)
+    ninja = ninja_box.run([harness.reference_binary(), "-j12"], cwd=ninja_dir,
+                          env=distcc_env(hosts, tmp_path / "distcc-ninja"), timeout=600)
+    ninja_kills = ninja_box.oom_kills()
+    assert ninja_kills > 0, "ninja -j12 was expected to be OOM-killed in the box:\n" + ninja.stdout
+    assert ninja.returncode != 0
+
+    ours_dir = tmp_path / "headroom"
+    write_project(ours_dir)
+    our_box = box_factory(BOX_BYTES)
+    our_box.require_complete_kill_count()
+    ours = our_box.run([harness.headroom_binary(), "-j12"], cwd=ours_dir,
+                       env=distcc_env(hosts, tmp_path / "distcc-ours"), timeout=600)
+    assert ours.returncode == 0, ours.stdout + ours.stderr
+    assert our_box.oom_kills() == 0, "headroom had kernel OOM kills where ninja had %d" % ninja_kills
+    assert (ours_dir / "app").exists()
+    print("farm down, -j12 in a 1.5 GiB box: ninja 1.13.2 %d OOM kills, headroom 0" % ninja_kills)
