@@ -121,7 +121,8 @@ def main():
         box.remove()
     (out / "pip.log").write_text(r.stdout + "\n--- stderr ---\n" + r.stderr)
     jobs = jobs_from_trace(trace)
-    summary_lines = [l for l in r.stdout.splitlines() if l.startswith("headroom:") or "OOM" in l or "peak" in l]
+    # pip -v indents what the build printed; headroom's end-of-build summary lines start with "headroom:".
+    summary_lines = [l.strip() for l in r.stdout.splitlines() if l.strip().startswith("headroom:")]
     result = {"rc": r.returncode, "wall_s": round(wall, 1), "kernel_oom_kills": kills, "box_gib": args.box_gib,
               "subset": args.subset, "flash_attn_formula_max_jobs": formula_jobs,
               "serial_wall_s_from_durations": round(sum(j["dur_s"] for j in jobs), 1), "jobs": jobs,
