@@ -83,6 +83,12 @@ std::string_view Trim(std::string_view text) {
 
 const char* ExecModeName(ExecMode mode) { return mode == ExecMode::kRemote ? "remote" : "local"; }
 
+std::string ExecModeKey(std::string_view key, ExecMode mode) {
+  std::string result(key);
+  if (mode == ExecMode::kRemote) result += " @remote";
+  return result;
+}
+
 bool SccacheConfigHasScheduler(std::string_view config_text) {
   bool in_dist = false;
   while (!config_text.empty()) {

@@ -101,5 +101,11 @@ TEST(ExecModeTest, ParsedStepsKeepTheirLaunchersAndAssignments) {
   EXPECT_TRUE(steps[1].launchers.empty());
 }
 
+TEST(ExecModeTest, HistoryKeysKeepModesApart) {
+  EXPECT_EQ("cxx g++ -O2 -c .cc", ExecModeKey("cxx g++ -O2 -c .cc", ExecMode::kLocal));
+  EXPECT_EQ("cxx g++ -O2 -c .cc @remote", ExecModeKey("cxx g++ -O2 -c .cc", ExecMode::kRemote));
+  EXPECT_NE(ExecModeKey("k", ExecMode::kLocal), ExecModeKey("k", ExecMode::kRemote));
+}
+
 }  // namespace
 }  // namespace headroom

@@ -42,6 +42,11 @@ struct ExecClass {
 bool ClassifyExecMode(std::string_view command, std::string_view headroom_exec, const LauncherSettings& settings,
                       ExecClass* out, std::string* err);
 
+// The key a job's history is kept under, per execution mode: a local job keeps its class or family key as it is
+// (history written before scale-out stays valid), a remote one gets " @remote" appended, so a family's residual
+// peaks on a farm and its local peaks (links of the same tool, fallbacks) never mix.
+std::string ExecModeKey(std::string_view key, ExecMode mode);
+
 // The same from already parsed steps (the estimator's ParseCommandSteps); the dominant step decides.
 ExecClass ClassifyExecSteps(const std::vector<CommandStep>& steps, const LauncherSettings& settings);
 
