@@ -8,6 +8,7 @@ debian_packages=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   ninja-build
   chromium  # renders the HTML report to a PNG in tests/e2e/test_report.py
+  distcc  # a loopback compile farm for tests/e2e/test_distcc.py (docs/scale-out.md)
   clang libclang-rt-14-dev  # libFuzzer targets (fuzz/run.sh)
 )
 
