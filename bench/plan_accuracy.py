@@ -153,9 +153,11 @@ def build_in_box(headroom, j, budget_mib, cwd, env):
         box.remove()
 
 
-def plan(headroom, j, budget_mib, cwd, env):
-    r = subprocess.run([headroom, "-t", "plan", "-j%d" % j, "--mem-budget=%dM" % budget_mib, "--json"], cwd=cwd,
-                       env=env, capture_output=True, text=True, timeout=600)
+def plan(headroom, j, budget_mib, cwd, env, load=None):
+    """`load`: passed as --load (other runnable tasks); None: not passed."""
+    extra = [] if load is None else ["--load=%.1f" % load]
+    r = subprocess.run([headroom, "-t", "plan", "-j%d" % j, "--mem-budget=%dM" % budget_mib, "--json"] + extra,
+                       cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
     if r.returncode != 0:
         return {"error": r.stderr[-800:]}
     p = json.loads(r.stdout)
@@ -208,7 +210,7 @@ def summary_line(row):
                 r["wall_s"], 100 * r["wall_error"], r["peak"] / MiB, 100 * r["peak_error"], row["load"]))
 
 
-def cross_shape(a, rows):
+def cross_shape(a, rows, with_load=False):
     """What-if across shapes: each shape's warm history and log plan every other shape of the same workload, compared
     with that shape's measured warm build (no new builds)."""
     out = []
@@ -218,7 +220,9 @@ def cross_shape(a, rows):
                 continue
             env = {k: v for k, v in os.environ.items() if k not in ("NINJA_STATUS", "MAKEFLAGS", "HEADROOM_FLAGS", "MAX_JOBS")}
             env["HEADROOM_STORE"] = source["store"]
-            p = plan(a.headroom, target["j"], target["budget_mib"], Path(source["dir"]), env)
+            # with_load: --load is the target run's load average less its own jobs (what a user planning then sees).
+            load = max(0.0, target["load"] - target["j"]) if with_load else None
+            p = plan(a.headroom, target["j"], target["budget_mib"], Path(source["dir"]), env, load)
             if "error" in p:
                 continue
             w = target["warm"]

@@ -71,7 +71,8 @@ JobFigures FiguresOf(const PlanJob& job, const PlanEstimator& source) {
 // Durations were measured beside other jobs: with more CPU demand than `cores`, each job got cores/demand of
 // real time (the model the simulator runs). Its uncontended duration is the integral of that share over its
 // logged run, scaled to the measured duration. Only jobs of one logged build are compared with each other.
-void RemoveContention(const std::vector<PlanJob>& jobs, double cores, std::vector<JobFigures>* figures) {
+void RemoveContention(const std::vector<PlanJob>& jobs, double cores, double other_load,
+                      std::vector<JobFigures>* figures) {
   std::map<int, std::vector<size_t>> sessions;
   for (size_t i = 0; i < jobs.size(); ++i) {
     if (jobs[i].logged && jobs[i].logged->end_ms > jobs[i].logged->start_ms) sessions[jobs[i].logged->session].push_back(i);
@@ -87,7 +88,8 @@ void RemoveContention(const std::vector<PlanJob>& jobs, double cores, std::vecto
     double demand = 0, integral = 0;
     int64_t previous = demand_change.begin()->first;
     for (const auto& [time, change] : demand_change) {
-      integral += static_cast<double>(time - previous) * (demand > cores ? cores / demand : 1.0);
+      const double wanted = demand + other_load;
+      integral += static_cast<double>(time - previous) * (wanted > cores ? cores / wanted : 1.0);
       share_integral[time] = integral;
       demand += change;
       previous = time;
@@ -187,7 +189,7 @@ void AssignLoggedBuilds(const std::vector<int64_t>& mtimes_ms, std::vector<PlanJ
 }
 
 std::vector<JobFigures> ResolveFigures(const std::vector<PlanJob>& jobs, const PlanEstimator& source,
-                                       double measured_on_cores) {
+                                       double measured_on_cores, double measured_other_load) {
   std::vector<JobFigures> figures;
   figures.reserve(jobs.size());
   for (const PlanJob& job : jobs) figures.push_back(FiguresOf(job, source));
@@ -203,7 +205,7 @@ std::vector<JobFigures> ResolveFigures(const std::vector<PlanJob>& jobs, const P
     if (!f.duration_known) f.duration_ms = fallback;
     f.solo_duration_ms = std::max<int64_t>(1, f.duration_ms);
   }
-  if (measured_on_cores > 0) RemoveContention(jobs, measured_on_cores, &figures);
+  if (measured_on_cores > 0) RemoveContention(jobs, measured_on_cores, measured_other_load, &figures);
   return figures;
 }
 
@@ -236,6 +238,7 @@ ShapeOutcome SimulateShape(const std::vector<SimJob>& jobs, const PlanShape& sha
   config.budget = shape.budget;
   config.cores = std::max(1, shape.jobs);
   config.cpu_cores = shape.cores;
+  config.cpu_other_demand = shape.other_load;
   config.tick_ms = tick_ms;
   config.time_limit_ms = 30LL * 24 * 3600 * 1000;
   config.builder_priorities = true;
@@ -260,7 +263,7 @@ PlanReport PlanBuild(const std::vector<PlanJob>& jobs, const PlanRequest& reques
   PlanReport report;
   {
     PlanEstimator source = make();
-    report.figures = ResolveFigures(jobs, source, request.measured_on_cores);
+    report.figures = ResolveFigures(jobs, source, request.measured_on_cores, request.measured_other_load);
   }
   for (const JobFigures& f : report.figures) {
     report.measured += f.peak_source == FigureSource::kMeasured;

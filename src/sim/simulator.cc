@@ -244,6 +244,7 @@ double Simulator::ProgressRate() const {
   for (const Active& run : running_) {
     if (!run.view.frozen) demand += jobs_[run.job].cpu_demand;
   }
+  demand += config_.cpu_other_demand;
   return demand > config_.cpu_cores ? config_.cpu_cores / demand : 1.0;
 }
 

@@ -37,12 +37,14 @@ using sim::SweptShape;
 
 int Usage(bool asked) {
   printf("usage: ninja -t plan [-j N] [--mem-budget=SIZE] [--cores=N] [--peak-at=SHARE] [--dirty] [--json] "
-         "[--trace] [targets]\n\n"
+         "[--load=N] [--trace] [targets]\n\n"
          "predict a build of the targets from history and priors (replayed through headroom's own admission code):\n"
          "wall time, peak memory, jobs that can never fit the budget, and the fastest -j here and on CI machines\n\n"
          "  -j N               jobs to run at once [default: the build's -j]\n"
          "  --mem-budget=SIZE  memory budget, e.g. 16G or 80%% [default: the build's, else what this machine allows]\n"
          "  --cores=N          CPUs the jobs share [default: this machine's]\n"
+         "  --load=N           runnable tasks from outside the build sharing the CPUs, e.g. the load average\n"
+         "                     while nothing builds; the history is taken to be measured under it too [default: 0]\n"
          "  --peak-at=SHARE    how far into its run a job reaches its peak, 0..1 [default: 0.75]\n"
          "  --dirty            only what is out of date now [default: everything, as a clean build]\n"
          "  --json             one JSON object for machines\n"
@@ -55,6 +57,7 @@ struct PlanFlags {
   std::optional<BudgetSpec> budget;
   double cores = 0;
   double peak_at = sim::PlanRequest::kDefaultPeakAt;
+  double load = 0;
   bool dirty = false;
   bool json = false;
   bool trace = false;
@@ -63,10 +66,11 @@ struct PlanFlags {
 
 // Parses the tool's flags; returns an exit code when it should stop.
 std::optional<int> ReadPlanFlags(const ToolArgs& args, PlanFlags* flags) {
-  enum { kMemBudget = 256, kCores, kPeakAt, kDirty, kJson, kTrace, kHelp };
+  enum { kMemBudget = 256, kCores, kLoad, kPeakAt, kDirty, kJson, kTrace, kHelp };
   static const struct option kLong[] = {{"mem-budget", required_argument, nullptr, kMemBudget},
                                         {"cores", required_argument, nullptr, kCores},
                                         {"peak-at", required_argument, nullptr, kPeakAt},
+                                        {"load", required_argument, nullptr, kLoad},
                                         {"dirty", no_argument, nullptr, kDirty},
                                         {"json", no_argument, nullptr, kJson},
                                         {"trace", no_argument, nullptr, kTrace},
@@ -101,6 +105,16 @@ std::optional<int> ReadPlanFlags(const ToolArgs& args, PlanFlags* flags) {
           return 1;
         }
         flags->cores = value;
+        break;
+      }
+      case kLoad: {
+        char* end = nullptr;
+        double value = strtod(parser.argument(), &end);
+        if (*end != '\0' || !(value >= 0)) {
+          Error("invalid --load '{}': expected a number of runnable tasks", parser.argument());
+          return 1;
+        }
+        flags->load = value;
         break;
       }
       case kPeakAt: {
@@ -421,7 +435,9 @@ int ToolPlan(const ToolContext& context, const ToolArgs& args) {
   request.requested = {"this machine", flags.cores > 0 ? flags.cores : here,
                        ResolveBudget(flags, context.config->memory),
                        flags.jobs > 0 ? flags.jobs : context.config->parallelism};
+  request.requested.other_load = flags.load;
   request.measured_on_cores = here;
+  request.measured_other_load = flags.load;
   // The build guard needs per-job cgroups, which need root here: a guarded build bets bolder on guesses.
   request.guarded = geteuid() == 0;
   request.reserve_bytes = context.config->memory.reserve_bytes;

@@ -146,6 +146,10 @@ def test_bad_flags_and_help(built):
     assert r.returncode == 1 and "invalid -j parameter 'x'" in r.stderr
     r = run(["-t", "plan", "--mem-budget=lots"], directory, env)
     assert r.returncode == 1 and "invalid --mem-budget 'lots'" in r.stderr
+    r = run(["-t", "plan", "--load=-1"], directory, env)
+    assert r.returncode == 1 and "invalid --load '-1'" in r.stderr
+    r = run(["-t", "plan", "--peak-at=0"], directory, env)
+    assert r.returncode == 1 and "invalid --peak-at '0'" in r.stderr
     r = run(["-t", "plan", "nosuchtarget"], directory, env)
     assert r.returncode == 1 and "unknown target 'nosuchtarget'" in r.stderr
     r = run(["-t", "plan", "-h"], directory, env)

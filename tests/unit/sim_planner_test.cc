@@ -141,6 +141,20 @@ TEST(SimPlannerTest, SimulatorSharesCoresBetweenRunningJobs) {
   config.cpu_cores = 2;
   HistoryStore fresh;
   EXPECT_EQ(Simulate(jobs, config, &fresh).makespan_ms, 1000);
+  config.cpu_other_demand = 2;  // two busy tasks from outside the build
+  HistoryStore loaded;
+  EXPECT_EQ(Simulate(jobs, config, &loaded).makespan_ms, 2000) << "four tasks share two CPUs";
+}
+
+TEST(SimPlannerTest, OutsideLoadDilutesTheBuildsOwnContention) {
+  FakeHistory history;
+  std::vector<PlanJob> jobs = {Job("a.o"), Job("b.o")};
+  jobs[0].logged = PlanJob::Logged{0, 2000, 0};
+  jobs[1].logged = PlanJob::Logged{0, 2000, 0};
+  for (const PlanJob& job : jobs) history.runs.push_back({job, 100 * kMiB, 2000});
+  // Two jobs and two outside tasks on two CPUs: each job had half a core.
+  std::vector<JobFigures> figures = ResolveFigures(jobs, history.Make(), 2, /*measured_other_load=*/2);
+  EXPECT_EQ(figures[0].solo_duration_ms, 1000);
 }
 
 TEST(SimPlannerTest, PredictsWallAndPeakOfAMeasuredBuild) {

@@ -70,6 +70,7 @@ struct PlanShape {
   double cores = 1;       // CPUs the jobs share
   uint64_t budget = 0;    // the memory budget (--mem-budget, or what the machine has)
   int jobs = 1;           // -j
+  double other_load = 0;  // runnable tasks from outside the build sharing the CPUs (SimConfig::cpu_other_demand)
 };
 
 struct ShapeOutcome {
@@ -92,6 +93,7 @@ struct SweptShape {
 struct PlanRequest {
   PlanShape requested;                 // what `-t plan -j N --mem-budget=SIZE` asked about
   double measured_on_cores = 0;        // CPUs of the machine the history was measured on (0: no correction)
+  double measured_other_load = 0;      // outside load it was measured under (taken to be requested.other_load)
   bool guarded = false;                // the build guard would be armed (AdmissionConfig::guarded)
   uint64_t reserve_bytes = 0;          // --mem-reserve; 0 = the default
   std::vector<PlanShape> other_machines;  // CI shapes etc.; each one's -j is swept
@@ -125,7 +127,7 @@ void AssignLoggedBuilds(const std::vector<int64_t>& mtimes_ms, std::vector<PlanJ
 // Each job's figures: its own measured runs first, then the estimator, then priors; durations from the history,
 // else .ninja_log, else the mean of the known ones (1 s when none is known).
 std::vector<JobFigures> ResolveFigures(const std::vector<PlanJob>& jobs, const PlanEstimator& source,
-                                       double measured_on_cores);
+                                       double measured_on_cores, double measured_other_load = 0);
 
 // The simulator's jobs from the plan's jobs and their figures.
 std::vector<SimJob> ToSimJobs(const std::vector<PlanJob>& jobs, const std::vector<JobFigures>& figures,

@@ -47,6 +47,9 @@ struct SimConfig {
   // > 0: the machine's CPUs. Running jobs share them: when their summed cpu_demand exceeds this, each one
   // progresses at cpu_cores / demand of real time. 0: every job runs at full speed whatever runs beside it.
   double cpu_cores = 0;
+  // Runnable tasks from outside the build (other builds on a shared machine) competing for those CPUs, each
+  // wanting a core: with them the jobs get cpu_cores / (demand + cpu_other_demand).
+  double cpu_other_demand = 0;
   PriorityMode priority = PriorityMode::kDurationAndMemory;
   // Order ready jobs as the builder does (MemoryController::EdgeCost, BuilderEdgeWeight): critical path in ms
   // of predicted duration grown by memory share, each job at least a second, jobs too big to run together
