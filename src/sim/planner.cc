@@ -17,7 +17,8 @@ constexpr double kReleaseStart = 1.0;
 constexpr int64_t kUnknownDurationMs = 1000;
 // A -j whose wall is within this share of the fastest is as good: the fewest such -j is recommended.
 constexpr double kSameWallShare = 0.02;
-// Ready jobs an admission pass looks at (SimConfig::candidate_window): a plan of 50k edges stays in seconds.
+// Ready jobs an admission pass looks at (SimConfig::candidate_window): with thousands ready, every pass used to
+// build a candidate for each (a 2,000-job plan took 13 s of CPU; 3.9 s with the window).
 constexpr size_t kCandidateWindow = 256;
 
 JobDescription DescribeJob(const PlanJob& job) {
