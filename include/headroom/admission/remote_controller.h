@@ -1,0 +1,78 @@
+// RemoteController: the scale-out layer over the memory controller (docs/scale-out.md). It wraps the builder's
+// JobController: remote-eligible jobs (exec_mode.h) take a slot of the remote pool, other jobs count against the
+// local job cap, a remote job whose tree grows past its residual is seen falling back (a warning, its slot given
+// back, and remote-eligible jobs count as local until one completes on the farm), and it keeps the counts the
+// summary prints. Memory admission, sampling and the safety net stay the inner controller's.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <unordered_map>
+
+#include "headroom/admission/remote_jobs.h"
+#include "headroom/build/builder.h"
+#include "headroom/estimator/exec_mode.h"
+
+namespace headroom {
+
+class Status;
+
+// Running jobs' process-tree sizes (bytes), as the inner controller's JobMeter sampled them: its CurrentBytes and
+// PeakSoFar. Either may be empty (no measurement: nothing is seen falling back while it runs).
+struct JobSizes {
+  std::function<uint64_t(JobId)> current;
+  std::function<uint64_t(JobId)> peak;
+};
+
+struct RemoteConfig {
+  size_t pool_depth = 0;    // the farm's slots (--remote-jobs, else the launcher's configuration)
+  size_t local_cap = 0;     // LocalJobCap(-j, depth, cores): applies once the build has a remote-eligible job
+  LauncherSettings launchers;
+  uint64_t default_residual_bytes = 128ull << 20;  // before any job completed remote in this build
+};
+
+class RemoteController : public JobController {
+ public:
+  // `inner` decides memory; `sizes` reads running jobs' tree sizes, sampled by the inner Tick.
+  RemoteController(JobController* inner, JobSizes sizes, Status* status, RemoteConfig config);
+
+  void BeginPass() override { inner_->BeginPass(); }
+  bool MayStart(Edge* edge, size_t running) override;
+  JobStartOptions PrepareJob(Edge* edge) override { return inner_->PrepareJob(edge); }
+  void JobStarted(Edge* edge, JobId id, ProcessRunner* runner) override;
+  bool JobFinished(Edge* edge, JobExit* exit) override;
+  int TickIntervalMs() const override { return inner_->TickIntervalMs(); }
+  void Tick(ProcessRunner* runner) override;
+  bool MayGrantSlot(Edge* edge, JobId id) override { return inner_->MayGrantSlot(edge, id); }
+  void SlotsChanged(Edge* edge, JobId id, size_t slots) override { inner_->SlotsChanged(edge, id, slots); }
+  void BuildEnded() override { inner_->BuildEnded(); }
+
+  const RemoteCounts& counts() const { return remote_.counts(); }
+  // Remote-eligible jobs are being run as local ones: one fell back and none has completed remote since.
+  bool farm_suspect() const { return farm_suspect_; }
+  size_t local_running() const { return local_running_; }
+
+ private:
+  const ExecClass& ClassOf(const Edge* edge);
+  // Whether a remote-eligible job starting now runs as remote (else it is counted as local).
+  bool StartsRemote(const ExecClass& exec) const;
+  uint64_t Residual(const std::string& engine) const;
+
+  JobController* inner_;
+  JobSizes sizes_;
+  Status* status_;
+  RemoteConfig config_;
+  RemoteJobs remote_;
+  std::unordered_map<const Edge*, ExecClass> classes_;
+  std::map<JobId, bool> local_jobs_;              // running jobs counted as local (true: a remote one that fell back)
+  std::map<JobId, std::string> remote_engines_;   // running remote jobs' engines
+  std::map<std::string, uint64_t> residuals_;     // per engine: the largest peak of a job completed remote
+  size_t local_running_ = 0;
+  bool saw_remote_eligible_ = false;
+  bool farm_suspect_ = false;
+  bool warned_fallback_ = false;
+};
+
+}  // namespace headroom

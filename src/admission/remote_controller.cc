@@ -1,0 +1,100 @@
+// RemoteController: remote pool slots and the local job cap in front of memory admission, fallback detection.
+#include "headroom/admission/remote_controller.h"
+
+#include <algorithm>
+
+#include "headroom/admission/remote_fallback.h"
+#include "headroom/graph/graph.h"
+#include "headroom/status/status.h"
+#include "headroom/util/byte_size.h"
+
+namespace headroom {
+
+RemoteController::RemoteController(JobController* inner, JobSizes sizes, Status* status, RemoteConfig config)
+    : inner_(inner), sizes_(std::move(sizes)), status_(status), config_(std::move(config)), remote_(config_.pool_depth) {}
+
+const ExecClass& RemoteController::ClassOf(const Edge* edge) {
+  auto it = classes_.find(edge);
+  if (it != classes_.end()) return it->second;
+  ExecClass exec;
+  std::string err;
+  if (!ClassifyExecMode(edge->EvaluateCommand(), edge->GetBinding("headroom_exec"), config_.launchers, &exec, &err)) {
+    // A bad value must not stop the build; the job runs as local, which is always safe.
+    status_->Warning("'" + (edge->outputs.empty() ? std::string() : std::string(edge->outputs[0]->path)) + "': " + err +
+                     "; running it as local");
+    exec = ExecClass{};
+  }
+  if (exec.mode == ExecMode::kRemote) saw_remote_eligible_ = true;
+  return classes_.emplace(edge, std::move(exec)).first->second;
+}
+
+bool RemoteController::StartsRemote(const ExecClass& exec) const {
+  if (exec.mode != ExecMode::kRemote) return false;
+  // While the farm is suspect, one remote job at a time probes whether it is back.
+  return !farm_suspect_ || remote_.pool().in_use() == 0;
+}
+
+uint64_t RemoteController::Residual(const std::string& engine) const {
+  auto it = residuals_.find(engine);
+  return it == residuals_.end() ? config_.default_residual_bytes : std::max(it->second, 16 * kMiB);
+}
+
+bool RemoteController::MayStart(Edge* edge, size_t running) {
+  const ExecClass& exec = ClassOf(edge);
+  if (StartsRemote(exec)) {
+    if (!remote_.MayStartRemote()) return false;
+  } else if (saw_remote_eligible_ && local_running_ >= config_.local_cap) {
+    return false;
+  }
+  return inner_->MayStart(edge, running);
+}
+
+void RemoteController::JobStarted(Edge* edge, JobId id, ProcessRunner* runner) {
+  const ExecClass& exec = ClassOf(edge);
+  if (StartsRemote(exec) && remote_.StartedRemote(static_cast<uint64_t>(id), Residual(exec.engine))) {
+    remote_engines_[id] = exec.engine;
+  } else {
+    remote_.StartedLocal();
+    local_jobs_[id] = false;
+    ++local_running_;
+  }
+  inner_->JobStarted(edge, id, runner);
+}
+
+void RemoteController::Tick(ProcessRunner* runner) {
+  inner_->Tick(runner);  // samples the meter
+  if (!sizes_.current) return;
+  for (auto& [id, engine] : remote_engines_) {
+    if (local_jobs_.count(id)) continue;  // already seen falling back
+    if (!remote_.Observe(static_cast<uint64_t>(id), sizes_.current(id))) continue;
+    local_jobs_[id] = true;
+    ++local_running_;
+    farm_suspect_ = true;
+    if (!warned_fallback_) {
+      warned_fallback_ = true;
+      status_->Warning("a " + (engine.empty() ? std::string("remote") : engine) +
+                       " job is compiling on this machine (its launcher fell back); remote-eligible jobs now count "
+                       "as local until one completes remotely");
+    }
+  }
+}
+
+bool RemoteController::JobFinished(Edge* edge, JobExit* exit) {
+  JobId id = exit->id;
+  auto remote = remote_engines_.find(id);
+  if (remote != remote_engines_.end()) {
+    uint64_t peak = std::max<uint64_t>(sizes_.peak ? sizes_.peak(id) : 0, static_cast<uint64_t>(exit->max_rss_kb) * 1024);
+    if (remote_.Finished(static_cast<uint64_t>(id), peak) == ExecMode::kRemote) {
+      farm_suspect_ = false;  // the farm took a job: it is back
+      uint64_t& learned = residuals_[remote->second];
+      learned = std::max(learned, peak);
+    } else {
+      farm_suspect_ = true;
+    }
+    remote_engines_.erase(remote);
+  }
+  if (local_jobs_.erase(id)) --local_running_;
+  return inner_->JobFinished(edge, exit);
+}
+
+}  // namespace headroom

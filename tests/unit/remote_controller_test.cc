@@ -1,0 +1,167 @@
+// RemoteController: the remote pool bounds remote-eligible jobs, the local cap bounds the rest, a remote job that
+// grows past its residual is seen falling back (farm suspect until a job completes remote), memory stays the
+// inner controller's.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "headroom/admission/remote_controller.h"
+#include "headroom/graph/graph.h"
+#include "headroom/manifest/manifest_parser.h"
+#include "headroom/status/status.h"
+#include "headroom/util/byte_size.h"
+#include "fakes.h"
+
+namespace headroom {
+namespace {
+
+using testing::VirtualFileSystem;
+
+class RecordingStatus : public Status {
+ public:
+  void PlanHasTotalEdges(int) override {}
+  void BuildEdgeStarted(const Edge*, int64_t) override {}
+  void BuildEdgeFinished(Edge*, int64_t, int64_t, bool, int, const std::string&) override {}
+  void BuildStarted() override {}
+  void BuildFinished() override {}
+  void Info(const std::string&) override {}
+  void Warning(const std::string& message) override { warnings.push_back(message); }
+  void Error(const std::string&) override {}
+  std::vector<std::string> warnings;
+};
+
+// The memory controller's stand-in: admits whatever `admit` says and counts calls.
+class FakeInner : public JobController {
+ public:
+  bool MayStart(Edge*, size_t) override { return admit; }
+  void JobStarted(Edge*, JobId, ProcessRunner*) override { ++started; }
+  bool JobFinished(Edge*, JobExit*) override { ++finished; return false; }
+  void Tick(ProcessRunner*) override { ++ticks; }
+  bool admit = true;
+  int started = 0, finished = 0, ticks = 0;
+};
+
+class RemoteControllerTest : public ::testing::Test {
+ protected:
+  void Parse(const std::string& manifest) {
+    ManifestParser parser(&state_, &fs_);
+    std::string err;
+    ASSERT_TRUE(parser.ParseTest(manifest, &err)) << err;
+  }
+  Edge* EdgeOf(const std::string& output) { return state_.LookupNode(output)->in_edge; }
+  std::unique_ptr<RemoteController> Make(size_t depth, size_t local_cap) {
+    RemoteConfig config;
+    config.pool_depth = depth;
+    config.local_cap = local_cap;
+    config.default_residual_bytes = 64 * kMiB;
+    JobSizes sizes{[this](JobId id) { return current_[id]; }, [this](JobId id) { return peak_[id]; }};
+    return std::make_unique<RemoteController>(&inner_, sizes, &status_, config);
+  }
+  // Starts `output`'s edge as job `id` when the controller admits it.
+  bool Start(RemoteController& controller, const std::string& output, JobId id) {
+    Edge* edge = EdgeOf(output);
+    if (!controller.MayStart(edge, 0)) return false;
+    controller.JobStarted(edge, id, nullptr);
+    return true;
+  }
+  void Finish(RemoteController& controller, const std::string& output, JobId id, uint64_t peak) {
+    peak_[id] = peak;
+    JobExit exit;
+    exit.id = id;
+    exit.exited_normally = true;
+    controller.JobFinished(EdgeOf(output), &exit);
+  }
+
+  State state_;
+  VirtualFileSystem fs_;
+  FakeInner inner_;
+  RecordingStatus status_;
+  std::map<JobId, uint64_t> current_, peak_;
+};
+
+constexpr const char* kProject =
+    "rule cxx\n  command = distcc g++ -c $in -o $out\n"
+    "rule link\n  command = g++ $in -o $out\n"
+    "build a.o: cxx a.cc\nbuild b.o: cxx b.cc\nbuild c.o: cxx c.cc\nbuild d.o: cxx d.cc\n"
+    "build app: link a.o b.o c.o d.o\nbuild tool: link a.o\nbuild forced.o: cxx f.cc\n  headroom_exec = local\n";
+
+TEST_F(RemoteControllerTest, ThePoolBoundsRemoteJobsAndTheLocalCapTheOthers) {
+  Parse(kProject);
+  auto controller = Make(/*depth=*/2, /*local_cap=*/1);
+  EXPECT_TRUE(Start(*controller, "a.o", 1));
+  EXPECT_TRUE(Start(*controller, "b.o", 2));
+  EXPECT_FALSE(Start(*controller, "c.o", 3));  // the farm's two slots are taken
+  EXPECT_TRUE(Start(*controller, "app", 4));   // local: the cap has room
+  EXPECT_FALSE(Start(*controller, "tool", 5));  // local cap of 1 reached
+  EXPECT_FALSE(Start(*controller, "forced.o", 6));  // headroom_exec = local counts as local
+  Finish(*controller, "a.o", 1, 30 * kMiB);
+  EXPECT_TRUE(Start(*controller, "c.o", 3));
+  EXPECT_EQ(4, inner_.started);  // a.o, b.o, app, c.o
+  EXPECT_EQ(1u, controller->counts().remote);
+  EXPECT_EQ(1u, controller->counts().local);
+}
+
+TEST_F(RemoteControllerTest, MemoryAdmissionStillDecides) {
+  Parse(kProject);
+  auto controller = Make(4, 4);
+  inner_.admit = false;
+  EXPECT_FALSE(Start(*controller, "a.o", 1));
+  EXPECT_FALSE(Start(*controller, "app", 2));
+  EXPECT_EQ(0, inner_.started);
+}
+
+TEST_F(RemoteControllerTest, AFallbackIsSeenAndRemoteJobsCountAsLocalUntilOneCompletesRemote) {
+  Parse(kProject);
+  auto controller = Make(4, 2);
+  ASSERT_TRUE(Start(*controller, "a.o", 1));
+  ASSERT_TRUE(Start(*controller, "b.o", 2));
+  current_[1] = 40 * kMiB;
+  current_[2] = 300 * kMiB;  // b.o compiles here: distcc fell back
+  controller->Tick(nullptr);
+  EXPECT_EQ(1, inner_.ticks);
+  EXPECT_TRUE(controller->farm_suspect());
+  EXPECT_EQ(1u, controller->local_running());
+  ASSERT_EQ(1u, status_.warnings.size());
+  EXPECT_NE(std::string::npos, status_.warnings[0].find("distcc job is compiling on this machine"));
+  controller->Tick(nullptr);
+  EXPECT_EQ(1u, status_.warnings.size());  // said once
+  // While suspect, a new remote-eligible job is local (a.o still probes the farm): the local cap of 2 applies.
+  EXPECT_TRUE(Start(*controller, "c.o", 3));
+  EXPECT_FALSE(Start(*controller, "d.o", 4));
+  Finish(*controller, "b.o", 2, 310 * kMiB);
+  EXPECT_EQ(1u, controller->counts().fell_back);
+  Finish(*controller, "a.o", 1, 42 * kMiB);  // the farm completed a job: it is back
+  EXPECT_FALSE(controller->farm_suspect());
+  EXPECT_EQ(1u, controller->counts().remote);
+  EXPECT_TRUE(Start(*controller, "d.o", 4));  // remote again, whatever the local jobs
+}
+
+TEST_F(RemoteControllerTest, APeakPastTheResidualAtTheEndIsAFallback) {
+  Parse(kProject);
+  auto controller = Make(4, 4);
+  ASSERT_TRUE(Start(*controller, "a.o", 1));
+  Finish(*controller, "a.o", 1, 400 * kMiB);  // grew and finished between two samples
+  EXPECT_EQ(1u, controller->counts().fell_back);
+  EXPECT_TRUE(controller->farm_suspect());
+}
+
+TEST_F(RemoteControllerTest, ABadHeadroomExecValueWarnsAndRunsLocal) {
+  Parse("rule cxx\n  command = distcc g++ -c $in -o $out\nbuild a.o: cxx a.cc\n  headroom_exec = farm\n");
+  auto controller = Make(4, 4);
+  EXPECT_TRUE(Start(*controller, "a.o", 1));
+  ASSERT_EQ(1u, status_.warnings.size());
+  EXPECT_EQ("'a.o': unknown headroom_exec value 'farm' (expected 'remote' or 'local'); running it as local",
+            status_.warnings[0]);
+  EXPECT_EQ(1u, controller->local_running());
+}
+
+TEST_F(RemoteControllerTest, WithoutRemoteEligibleJobsTheLocalCapDoesNotApply) {
+  Parse("rule link\n  command = g++ $in -o $out\nbuild x: link a\nbuild y: link b\nbuild z: link c\n");
+  auto controller = Make(4, 1);
+  EXPECT_TRUE(Start(*controller, "x", 1));
+  EXPECT_TRUE(Start(*controller, "y", 2));  // -j alone bounds a build with no farm jobs, as in ninja
+  EXPECT_TRUE(Start(*controller, "z", 3));
+}
+
+}  // namespace
+}  // namespace headroom
