@@ -34,12 +34,5 @@ ExecMode RemoteJobs::Finished(uint64_t job, uint64_t peak_bytes) {
   return fell_back ? ExecMode::kLocal : ExecMode::kRemote;
 }
 
-std::string RemoteSummary(const RemoteCounts& counts) {
-  if (counts.remote + counts.fell_back == 0) return "";
-  std::string text = std::to_string(counts.remote) + (counts.remote == 1 ? " job" : " jobs") + " ran remote (at most " +
-                     std::to_string(counts.most_at_once) + " at once), " + std::to_string(counts.fell_back) +
-                     " fell back to local, " + std::to_string(counts.local) + " local";
-  return text;
-}
 
 }  // namespace headroom

@@ -17,6 +17,7 @@
 
 #include "headroom/admission/admission_policy.h"
 #include "headroom/admission/memory_controller.h"
+#include "headroom/admission/remote_controller.h"
 #include "headroom/cli/ninja_main.h"
 #include "headroom/cli/options.h"
 #include "headroom/exec/process_runner.h"
@@ -104,6 +105,14 @@ void RecordBuildFacts(const Options& options, const BuildConfig& config, BuildTi
 // The run's memory counters over every pass (a manifest regeneration, then the build).
 void CollectDecisions(const NinjaMain& ninja, MemoryDecisions* total) {
   if (MemoryController* memory = ninja.memory_controller()) AddDecisions(total, memory->decisions());
+  if (RemoteController* remote = ninja.remote_controller()) {
+    MemoryDecisions scale_out;
+    scale_out.remote_jobs = static_cast<int>(remote->counts().remote);
+    scale_out.remote_fallbacks = static_cast<int>(remote->counts().fell_back);
+    scale_out.local_jobs = static_cast<int>(remote->counts().local);
+    scale_out.remote_most_at_once = static_cast<int>(remote->counts().most_at_once);
+    AddDecisions(total, scale_out);
+  }
 }
 
 // The load / regenerate / build cycle (restarted when the manifest rebuilt itself), or a tool that

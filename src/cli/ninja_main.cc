@@ -11,6 +11,8 @@
 #include <ctime>
 
 #include "headroom/admission/memory_controller.h"
+#include "headroom/admission/remote_controller.h"
+#include "headroom/admission/remote_pool.h"
 #include "headroom/estimator/estimator.h"
 #include "headroom/exec/jobserver.h"
 #include "headroom/exec/jobserver_server.h"
@@ -67,6 +69,22 @@ MemoryController* NinjaMain::EnsureMemoryController() {
   MemoryController::Parts parts{memory_.probe, memory_.meter, estimator_.get(), &build_log_, status_, clock_};
   memory_controller_ = std::make_unique<MemoryController>(parts, config_.memory, config_.explain);
   return memory_controller_.get();
+}
+
+JobController* NinjaMain::EnsureRemoteController(MemoryController* memory) {
+  if (remote_controller_) return remote_controller_.get();
+  size_t depth = config_.memory.remote_jobs;
+  if (depth == 0) depth = RemoteDepthFromEnvironment().value_or(0);
+  if (depth == 0) return memory;  // no farm: exactly the memory controller
+  RemoteConfig remote;
+  remote.pool_depth = depth;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  remote.local_cap = LocalJobCap(static_cast<size_t>(config_.parallelism), depth, cores > 0 ? cores : 1);
+  remote.launchers = LauncherSettingsFromEnvironment();
+  JobMeter* meter = memory_.meter;
+  JobSizes sizes{[meter](JobId id) { return meter->CurrentBytes(id); }, [meter](JobId id) { return meter->PeakSoFar(id); }};
+  remote_controller_ = std::make_unique<RemoteController>(memory, sizes, status_, remote);
+  return remote_controller_.get();
 }
 
 bool NinjaMain::LoadManifest(const Options& options, Status* status) {
@@ -180,7 +198,7 @@ void NinjaMain::AttachJobController(Builder* builder) {
   // Only once there is work: a build with nothing to do never reads the history, probes memory or makes cgroups.
   if (MemoryController* memory = EnsureMemoryController()) {
     memory->set_timeline(timeline_);
-    builder->set_job_controller(memory);
+    builder->set_job_controller(EnsureRemoteController(memory));
     builder->set_edge_cost([memory](const Edge* edge) { return memory->EdgeCost(edge); });
   } else if (timeline_) {
     // No memory decisions to record, but the trace and report still show every job.

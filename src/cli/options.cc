@@ -35,6 +35,7 @@ enum LongOption {
   kOptStore,
   kOptNoStore,
   kOptJobserver,
+  kOptRemoteJobs,
   kOptHeadroomVersion,
 };
 
@@ -51,6 +52,7 @@ const option kLongOptions[] = {
     {"store", required_argument, nullptr, kOptStore},
     {"no-store", no_argument, nullptr, kOptNoStore},
     {"jobserver", optional_argument, nullptr, kOptJobserver},
+    {"remote-jobs", required_argument, nullptr, kOptRemoteJobs},
     {"headroom-version", no_argument, nullptr, kOptHeadroomVersion},
     {nullptr, 0, nullptr, 0},
 };
@@ -154,6 +156,18 @@ bool ApplyMemReserve(const std::string& value, const char* source, BuildConfig* 
   return true;
 }
 
+bool ApplyRemoteJobs(const std::string& value, BuildConfig* config) {
+  char* end = nullptr;
+  errno = 0;
+  long jobs = strtol(value.c_str(), &end, 10);
+  if (value.empty() || *end != 0 || jobs < 1 || errno == ERANGE) {
+    Error("invalid --remote-jobs '{}': expected a number of remote slots of at least 1", value);
+    return false;
+  }
+  config->memory.remote_jobs = static_cast<size_t>(jobs);
+  return true;
+}
+
 int CpuQuotaFromCgroup() {
   // cgroup v2 cpu.max ("max 100000" or "200000 100000"), then v1 cfs quota/period.
   std::ifstream v2("/sys/fs/cgroup/cpu.max");
@@ -231,6 +245,8 @@ void PrintUsage(const BuildConfig& config) {
           "                         serve a GNU make jobserver to the jobs (nvcc --jobserver,\n"
           "                         make, ninja, cargo), slots weighted by memory; `pipe` for\n"
           "                         GNU make 4.3 and older [default: off; fifo when given]\n"
+          "  --remote-jobs=N        slots of the compile farm behind distcc/icecc/sccache-dist\n"
+          "                         launchers [default: distcc's host list, if any]\n"
           "  --headroom-version     print headroom's own version (--version prints ninja's)\n",
           kNinjaVersion, config.parallelism, DescribeDefaultReserve().c_str());
 }
@@ -311,6 +327,9 @@ std::optional<int> ReadFlags(int argc, char** argv, Options* options, BuildConfi
         break;
       case kOptNoMemory:
         config->memory.enabled = false;
+        break;
+      case kOptRemoteJobs:
+        if (!ApplyRemoteJobs(optarg, config)) return 1;
         break;
       case kOptTrace:
         options->trace_path = optarg;

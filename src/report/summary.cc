@@ -83,6 +83,14 @@ std::string GuardLine(const MemoryDecisions& decisions) {
 
 }  // namespace
 
+// "remote: 12 jobs ran on the farm (at most 4 at once), 1 fell back to a local compile, 2 local"; "" without a farm.
+static std::string RemoteLine(const MemoryDecisions& decisions) {
+  if (decisions.remote_jobs + decisions.remote_fallbacks == 0) return "";
+  return "remote: " + Counted(decisions.remote_jobs, "job", "jobs") + " ran on the farm (at most " +
+         std::to_string(decisions.remote_most_at_once) + " at once), " + std::to_string(decisions.remote_fallbacks) +
+         " fell back to a local compile, " + std::to_string(decisions.local_jobs) + " local";
+}
+
 bool SummaryWanted(const MemoryDecisions& decisions, bool verbose) {
   return decisions.anything_happened() || verbose;
 }
@@ -99,12 +107,17 @@ void AddDecisions(MemoryDecisions* total, const MemoryDecisions& pass) {
   total->guard_stalls += pass.guard_stalls;
   total->guard_kills += pass.guard_kills;
   if (!pass.guard.empty()) total->guard = pass.guard;
+  total->remote_jobs += pass.remote_jobs;
+  total->remote_fallbacks += pass.remote_fallbacks;
+  total->local_jobs += pass.local_jobs;
+  total->remote_most_at_once = std::max(total->remote_most_at_once, pass.remote_most_at_once);
 }
 
 std::vector<std::string> SummaryLines(const BuildTimeline& timeline, const MemoryDecisions& decisions) {
   std::vector<std::string> lines{PeakLine(BuildPeakBytes(timeline), decisions), WaitLine(decisions)};
   if (std::string safety = SafetyLine(decisions); !safety.empty()) lines.push_back(safety);
   if (!decisions.guard.empty()) lines.push_back(GuardLine(decisions));
+  if (std::string remote = RemoteLine(decisions); !remote.empty()) lines.push_back(remote);
   std::vector<const TimelineJob*> heaviest = HeaviestJobs(timeline, kHeaviestShown);
   if (!heaviest.empty()) {
     lines.push_back(heaviest.size() == 1 ? "heaviest job:" : "heaviest jobs:");

@@ -20,5 +20,9 @@ TEST(CliOptionsTest, UsageStatesTheReserveDefaultTheCodeApplies) {
   EXPECT_NE(usage.find("[default: " + DescribeDefaultReserve() + "]"), std::string::npos) << usage;
 }
 
+TEST(CliOptionsTest, UsageNamesTheRemotePoolFlag) {
+  EXPECT_NE(UsageText().find("--remote-jobs=N"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace headroom

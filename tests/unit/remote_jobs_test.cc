@@ -43,16 +43,17 @@ TEST(RemoteJobsTest, APeakPastTheResidualBetweenSamplesIsAFallbackToo) {
   EXPECT_EQ(1u, jobs.counts().fell_back);
 }
 
-TEST(RemoteJobsTest, Summary) {
+TEST(RemoteJobsTest, Counts) {
   RemoteJobs jobs(4);
-  EXPECT_EQ("", RemoteSummary(jobs.counts()));  // no farm, nothing new printed
   jobs.StartedLocal();
-  EXPECT_EQ("", RemoteSummary(jobs.counts()));
   for (uint64_t id = 1; id <= 3; ++id) ASSERT_TRUE(jobs.StartedRemote(id, 42 * kMiB));
   jobs.Finished(1, 40 * kMiB);
   jobs.Finished(2, 41 * kMiB);
   jobs.Finished(3, 400 * kMiB);
-  EXPECT_EQ("2 jobs ran remote (at most 3 at once), 1 fell back to local, 1 local", RemoteSummary(jobs.counts()));
+  EXPECT_EQ(2u, jobs.counts().remote);
+  EXPECT_EQ(1u, jobs.counts().fell_back);
+  EXPECT_EQ(1u, jobs.counts().local);
+  EXPECT_EQ(3u, jobs.counts().most_at_once);
 }
 
 }  // namespace

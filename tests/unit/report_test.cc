@@ -144,6 +144,23 @@ TEST(SummaryTest, FixedTimelineReadsAsExpected) {
   EXPECT_EQ(lines, expected);
 }
 
+TEST(SummaryTest, ScaleOutLineWhenTheBuildHadAFarm) {
+  MemoryDecisions decisions = SmallBuildDecisions();
+  decisions.remote_jobs = 12;
+  decisions.remote_fallbacks = 1;
+  decisions.local_jobs = 2;
+  decisions.remote_most_at_once = 4;
+  const std::vector<std::string> lines = SummaryLines(SmallBuild(), decisions);
+  EXPECT_NE(std::find(lines.begin(), lines.end(),
+                      "remote: 12 jobs ran on the farm (at most 4 at once), 1 fell back to a local compile, 2 local"),
+            lines.end());
+  MemoryDecisions farm_only;
+  farm_only.remote_jobs = 3;
+  EXPECT_TRUE(SummaryWanted(farm_only, false));  // a build with a farm says what ran where
+  for (const std::string& line : SummaryLines(SmallBuild(), SmallBuildDecisions()))
+    EXPECT_EQ(std::string::npos, line.find("remote:")) << line;  // no farm, no line
+}
+
 // Without a trace or report only the summary reads the timeline: commands and per-job sample shares are
 // dropped (they grow with every job and tick), and the summary reads the same.
 TEST(SummaryTest, TimelineWithoutDetailsKeepsWhatTheSummaryNeeds) {

@@ -1,12 +1,11 @@
 // RemoteJobs: what MemoryController keeps about remote-eligible jobs (docs/scale-out.md): the remote pool's slots,
 // each running remote job's residual estimate, the moment one falls back to a local compile, the mode its peak is
-// recorded under, and the counts the summary prints. Pure logic; the controller feeds it samples and job ends.
+// recorded under, and the counts the summary prints (report/summary.cc formats them). Pure logic; the controller feeds it samples and job ends.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <map>
-#include <string>
 
 #include "headroom/admission/remote_pool.h"
 #include "headroom/estimator/exec_mode.h"
@@ -56,9 +55,5 @@ class RemoteJobs {
   std::map<uint64_t, Job> jobs_;
   RemoteCounts counts_;
 };
-
-// The summary line: "12 jobs ran remote (at most 4 at once), 1 fell back to local, 1 local"; "" when no job was
-// remote-eligible (builds without a farm print nothing new).
-std::string RemoteSummary(const RemoteCounts& counts);
 
 }  // namespace headroom

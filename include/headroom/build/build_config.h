@@ -11,6 +11,8 @@ struct MemoryConfig {
   uint64_t budget_bytes = 0;        // --mem-budget as bytes; 0 = derive from the machine.
   double budget_fraction = 0.0;     // --mem-budget=N% as 0..1; 0 = unset.
   uint64_t reserve_bytes = 0;       // --mem-reserve; 0 = default.
+  size_t remote_jobs = 0;           // --remote-jobs: the compile farm's slots; 0 = read distcc's host list
+                                    // (docs/scale-out.md), and no remote pool when that says nothing either.
 };
 
 struct BuildConfig {

@@ -26,6 +26,7 @@ class HistoryStore;
 class UserStore;
 class Estimator;
 class MemoryController;
+class RemoteController;
 class BuildTimeline;
 class JobRecorder;
 
@@ -65,6 +66,8 @@ class NinjaMain : public BuildLog::Liveness {
     status_ = status;
   }
   MemoryController* memory_controller() const { return memory_controller_.get(); }
+  // The scale-out layer over it, when the build has a remote pool (docs/scale-out.md); nullable.
+  RemoteController* remote_controller() const { return remote_controller_.get(); }
   // Records the builds this pass runs (jobs, memory, decisions) for --trace/--report; nullable.
   void set_timeline(BuildTimeline* timeline) { timeline_ = timeline; }
   ~NinjaMain() override;
@@ -76,6 +79,8 @@ class NinjaMain : public BuildLog::Liveness {
   // The memory controller (or the trace's job recorder), attached once the build has work to do.
   void AttachJobController(Builder* builder);
   MemoryController* EnsureMemoryController();
+  // Wraps the memory controller when a remote pool is known (--remote-jobs or distcc's host list).
+  JobController* EnsureRemoteController(MemoryController* memory);
   void OpenUserStore();
   std::string LogPath(const char* name) const;
 
@@ -90,6 +95,7 @@ class NinjaMain : public BuildLog::Liveness {
   std::unique_ptr<UserStore> user_store_;  // written back when this pass ends
   std::unique_ptr<Estimator> estimator_;
   std::unique_ptr<MemoryController> memory_controller_;
+  std::unique_ptr<RemoteController> remote_controller_;
   BuildTimeline* timeline_ = nullptr;
   std::unique_ptr<JobRecorder> job_recorder_;  // with --no-memory, when a timeline is wanted
   State state_;

@@ -20,8 +20,15 @@ struct MemoryDecisions {
   int guard_stalls = 0;          // times the build guard found the build stalled at its limit
   int guard_kills = 0;           // jobs killed (and requeued) to end such a stall; also in safety_kills
   std::string guard;             // "build guard: ..." or "no build guard: ...", for the summary
+  // Scale-out (docs/scale-out.md), when the build had a remote pool: remote-eligible jobs that ran on the farm,
+  // those seen compiling here instead, jobs counted as local, and the most remote jobs at once.
+  int remote_jobs = 0;
+  int remote_fallbacks = 0;
+  int local_jobs = 0;
+  int remote_most_at_once = 0;
   bool anything_happened() const {
-    return jobs_waited || freezes || safety_kills || oom_kills || requeues || over_budget_starts;
+    return jobs_waited || freezes || safety_kills || oom_kills || requeues || over_budget_starts || remote_jobs ||
+           remote_fallbacks;
   }
 };
 
