@@ -243,7 +243,11 @@ void UserStore::LoadNow() {
   loaded_ = true;
   std::string warning = LoadIndex();
   if (!warning.empty() && warn_) warn_(warning);
-  if (seed_target_) SeedClasses(seed_target_);
+  if (!seed_target_) return;
+  SeedClasses(seed_target_);
+  // The history holds them now; the merge reads the file again. A store's classes hold up to 64 samples and
+  // a long key each: thousands of them would otherwise stay for the whole build.
+  Contents().classes.swap(contents_.classes);
 }
 
 // Load for a build: the classes are read, each edge's entry is only indexed; the file stays open for FindEdge.

@@ -45,7 +45,8 @@ class UserStore {
   std::string Load();
 
   // For a build: defers loading to the first EnsureLoaded, so a build with nothing to do never reads the
-  // store; then `warn` gets the load's warning and `seed_target` the store's classes (SeedClasses). A build
+  // store; then `warn` gets the load's warning and `seed_target` the store's classes (SeedClasses; they are
+  // not kept here after, so class_count() is then 0). A build
   // loads the classes only: edges are indexed (key, place in the file, 16 bytes each) and read back from the
   // file, kept open, when FindEdge asks for one, so the store is never held in memory as a whole.
   void LoadLazily(HistoryStore* seed_target, std::function<void(const std::string&)> warn);
