@@ -125,6 +125,9 @@ def main():
     ap.add_argument("--build-j", type=int, default=16)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--trivial-reps", type=int, default=3)
+    ap.add_argument("--full-reps", type=int, default=1,
+                    help="no-op setup: full builds per tool, interleaved, each on a fresh tree (the last is kept "
+                         "for the no-op); their CPU and RSS are the full_build metric")
     ap.add_argument("--setup-no-memory", action="store_true",
                     help="run headroom's full build before the no-op with --no-memory (faster on small machines)")
     ap.add_argument("--seed-history", action="store_true",
@@ -174,17 +177,18 @@ def main():
                 add("load_targets", tool, check(run(tools[tool] + ["-t", "targets", "all"], d), f"{tool} -t targets"))
     if "noop" not in skip:
         dirs = {}
-        for tool in order:
-            if a.reuse_noop_trees:
-                dirs[tool] = os.path.join(a.out, f"noop-{tool}")
-                if not os.path.exists(os.path.join(dirs[tool], ".ninja_log")):
-                    sys.exit(f"--reuse-noop-trees: {dirs[tool]} holds no build")
-                continue
-            d = fresh_tree(f"noop-{tool}")
-            extra = ["--no-memory"] if (tool == "headroom" and a.setup_no_memory) else []
-            r = check(run(tools[tool] + extra + [f"-j{a.build_j}", "--quiet"], d), f"{tool} full build")
-            add("full_build", tool, r)
-            dirs[tool] = d
+        for rep in range(1 if a.reuse_noop_trees else a.full_reps):
+            for tool in (order if rep % 2 == 0 else order[::-1]):
+                if a.reuse_noop_trees:
+                    dirs[tool] = os.path.join(a.out, f"noop-{tool}")
+                    if not os.path.exists(os.path.join(dirs[tool], ".ninja_log")):
+                        sys.exit(f"--reuse-noop-trees: {dirs[tool]} holds no build")
+                    continue
+                d = fresh_tree(f"noop-{tool}")
+                extra = ["--no-memory"] if (tool == "headroom" and a.setup_no_memory) else []
+                r = check(run(tools[tool] + extra + [f"-j{a.build_j}", "--quiet"], d), f"{tool} full build")
+                add("full_build", tool, r)
+                dirs[tool] = d
         if a.seed_history and not a.reuse_noop_trees:
             seed_history(dirs["headroom"])
         # headroom twice: by default (memory control: reads .headroom_history, probes memory) and --no-memory.
