@@ -69,14 +69,17 @@ void RemoteController::Tick(ProcessRunner* runner) {
     if (!remote_.Observe(static_cast<uint64_t>(id), sizes_.current(id))) continue;
     local_jobs_[id] = true;
     ++local_running_;
-    farm_suspect_ = true;
-    if (!warned_fallback_) {
-      warned_fallback_ = true;
-      status_->Warning("a " + (engine.empty() ? std::string("remote") : engine) +
-                       " job is compiling on this machine (its launcher fell back); remote-eligible jobs now count "
-                       "as local until one completes remotely");
-    }
+    NoteFallback(engine);
   }
+}
+
+void RemoteController::NoteFallback(const std::string& engine) {
+  farm_suspect_ = true;
+  if (warned_fallback_) return;
+  warned_fallback_ = true;
+  status_->Warning("a " + (engine.empty() ? std::string("remote") : engine) +
+                   " job ran on this machine instead of the farm (its launcher fell back); remote-eligible jobs "
+                   "now count as local until one completes remotely");
 }
 
 bool RemoteController::JobFinished(Edge* edge, JobExit* exit) {
@@ -84,12 +87,13 @@ bool RemoteController::JobFinished(Edge* edge, JobExit* exit) {
   auto remote = remote_engines_.find(id);
   if (remote != remote_engines_.end()) {
     uint64_t peak = std::max<uint64_t>(sizes_.peak ? sizes_.peak(id) : 0, static_cast<uint64_t>(exit->max_rss_kb) * 1024);
-    if (remote_.Finished(static_cast<uint64_t>(id), peak) == ExecMode::kRemote) {
+    bool said_local = LauncherReportedLocalRun(remote->second, exit->output);
+    if (remote_.Finished(static_cast<uint64_t>(id), peak, said_local) == ExecMode::kRemote) {
       farm_suspect_ = false;  // the farm took a job: it is back
       uint64_t& learned = residuals_[remote->second];
       learned = std::max(learned, peak);
     } else {
-      farm_suspect_ = true;
+      NoteFallback(remote->second);
     }
     remote_engines_.erase(remote);
   }

@@ -27,6 +27,12 @@ bool LooksLikeLocalFallback(uint64_t tree_bytes, uint64_t residual_estimate_byte
   return tree_bytes > FallbackThresholdBytes(residual_estimate_bytes);
 }
 
+bool LauncherReportedLocalRun(std::string_view engine, std::string_view output) {
+  if (engine != "distcc") return false;
+  size_t warning = output.find("failed to distribute ");
+  return warning != std::string_view::npos && output.find("running locally instead", warning) != std::string_view::npos;
+}
+
 bool IsInfrastructureExit(std::string_view engine, int exit_code) {
   if (engine != "distcc") return false;
   return std::find(kDistccInfrastructureExits.begin(), kDistccInfrastructureExits.end(), exit_code) !=

@@ -23,11 +23,12 @@ bool RemoteJobs::Observe(uint64_t job, uint64_t tree_bytes) {
   return true;
 }
 
-ExecMode RemoteJobs::Finished(uint64_t job, uint64_t peak_bytes) {
+ExecMode RemoteJobs::Finished(uint64_t job, uint64_t peak_bytes, bool launcher_said_local) {
   auto it = jobs_.find(job);
   if (it == jobs_.end()) return ExecMode::kLocal;
   // A peak past the threshold between two samples is a fallback too.
-  bool fell_back = it->second.fell_back || LooksLikeLocalFallback(peak_bytes, it->second.residual_bytes);
+  bool fell_back = it->second.fell_back || launcher_said_local ||
+                   LooksLikeLocalFallback(peak_bytes, it->second.residual_bytes);
   pool_.Release(job);
   jobs_.erase(it);
   ++(fell_back ? counts_.fell_back : counts_.remote);

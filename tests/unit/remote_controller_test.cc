@@ -122,7 +122,7 @@ TEST_F(RemoteControllerTest, AFallbackIsSeenAndRemoteJobsCountAsLocalUntilOneCom
   EXPECT_TRUE(controller->farm_suspect());
   EXPECT_EQ(1u, controller->local_running());
   ASSERT_EQ(1u, status_.warnings.size());
-  EXPECT_NE(std::string::npos, status_.warnings[0].find("distcc job is compiling on this machine"));
+  EXPECT_NE(std::string::npos, status_.warnings[0].find("distcc job ran on this machine instead of the farm"));
   controller->Tick(nullptr);
   EXPECT_EQ(1u, status_.warnings.size());  // said once
   // While suspect, a new remote-eligible job is local (a.o still probes the farm): the local cap of 2 applies.
@@ -143,6 +143,22 @@ TEST_F(RemoteControllerTest, APeakPastTheResidualAtTheEndIsAFallback) {
   Finish(*controller, "a.o", 1, 400 * kMiB);  // grew and finished between two samples
   EXPECT_EQ(1u, controller->counts().fell_back);
   EXPECT_TRUE(controller->farm_suspect());
+}
+
+TEST_F(RemoteControllerTest, ASmallJobDistccRanLocallyIsAFallbackByItsOutput) {
+  Parse(kProject);
+  auto controller = Make(4, 4);
+  ASSERT_TRUE(Start(*controller, "a.o", 1));
+  peak_[1] = 20 * kMiB;  // too light to tell by memory
+  JobExit exit;
+  exit.id = 1;
+  exit.exited_normally = true;
+  exit.output = "distcc[9] Warning: failed to distribute a.cc to 127.0.0.1:3632/4, running locally instead\n";
+  controller->JobFinished(EdgeOf("a.o"), &exit);
+  EXPECT_EQ(1u, controller->counts().fell_back);
+  EXPECT_EQ(0u, controller->counts().remote);
+  EXPECT_TRUE(controller->farm_suspect());
+  EXPECT_EQ(1u, status_.warnings.size());
 }
 
 TEST_F(RemoteControllerTest, ABadHeadroomExecValueWarnsAndRunsLocal) {

@@ -25,6 +25,14 @@ TEST(RemoteFallbackTest, DistccInfrastructureExitsAreRetriedLocally) {
   EXPECT_FALSE(IsInfrastructureExit("", 103));
 }
 
+TEST(RemoteFallbackTest, DistccSaysWhenItRanAJobLocally) {
+  EXPECT_TRUE(LauncherReportedLocalRun(
+      "distcc", "distcc[2056] ERROR: nonblocking connect to 127.0.0.1:38699 failed: Connection refused\n"
+                "distcc[2056] Warning: failed to distribute small.cc to 127.0.0.1:38699/4, running locally instead\n"));
+  EXPECT_FALSE(LauncherReportedLocalRun("distcc", "a.cc:3:1: warning: unused variable\n"));
+  EXPECT_FALSE(LauncherReportedLocalRun("icecc", "failed to distribute x, running locally instead"));
+}
+
 TEST(RemoteFallbackTest, LocalRetryEnvironment) {
   auto distcc = LocalRetryEnvironment("distcc");
   ASSERT_EQ(1u, distcc.size());

@@ -59,6 +59,8 @@ class RemoteController : public JobController {
   // Whether a remote-eligible job starting now runs as remote (else it is counted as local).
   bool StartsRemote(const ExecClass& exec) const;
   uint64_t Residual(const std::string& engine) const;
+  // A remote job was seen running here: the farm is suspect; the first time, a warning.
+  void NoteFallback(const std::string& engine);
 
   JobController* inner_;
   JobSizes sizes_;

@@ -19,6 +19,11 @@ uint64_t FallbackThresholdBytes(uint64_t residual_estimate_bytes);
 // True when a remote-eligible job's tree (its latest sample or its peak so far) has outgrown its residual.
 bool LooksLikeLocalFallback(uint64_t tree_bytes, uint64_t residual_estimate_bytes);
 
+// True when the job's output shows its launcher ran it here: distcc prints "Warning: failed to distribute X to
+// HOST, running locally instead" (at its default verbosity) when it falls back. This catches fallbacks too small
+// to tell by memory (a light TU compiled locally stays under the threshold).
+bool LauncherReportedLocalRun(std::string_view engine, std::string_view output);
+
 // True when `exit_code` of a job run through `engine` ("distcc", ...) reports the farm, not the source: distcc's
 // own codes for connection, protocol, host-list, busy and timeout failures (distcc(1) "EXIT CODES"), which it
 // returns instead of compiling locally when DISTCC_FALLBACK=0 or every host failed. Bad arguments, a missing

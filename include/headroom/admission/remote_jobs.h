@@ -40,8 +40,9 @@ class RemoteJobs {
   bool IsRemote(uint64_t job) const { return pool_.Holds(job); }
 
   // A remote-eligible job ended (any outcome). Returns the mode its peak belongs to in history: remote when it
-  // ran on the farm, local when it fell back (its peak is a local compile's). Unknown jobs answer local.
-  ExecMode Finished(uint64_t job, uint64_t peak_bytes);
+  // ran on the farm, local when it fell back (its peak is a local compile's, or `launcher_said_local`: its output
+  // says so, LauncherReportedLocalRun). Unknown jobs answer local.
+  ExecMode Finished(uint64_t job, uint64_t peak_bytes, bool launcher_said_local = false);
 
   const RemoteCounts& counts() const { return counts_; }
   const RemotePool& pool() const { return pool_; }
