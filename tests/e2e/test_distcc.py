@@ -12,6 +12,7 @@ Skips with a loud reason where distcc or the box is unavailable; fails instead w
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -183,6 +184,11 @@ def test_farm_up_every_compile_runs_remote_and_several_at_once(tmp_path, farm, b
     # 12 x ~300 MiB could not run at once in a 1.5 GiB box; remote, headroom runs several at once (the daemon's 4
     # slots and distcc's client-side host limit are the bound).
     assert max_concurrent_compiles(project / "trace.json") >= 3
+    # The remote pool is the host list's 4 slots; the summary says where jobs ran.
+    assert max_concurrent_compiles(project / "trace.json") <= 4
+    print("farm up: " + next(line for line in result.stdout.splitlines() if "remote:" in line))
+    assert "remote: 13 jobs ran on the farm (at most 4 at once), 0 fell back to a local compile, 1 local" \
+        in result.stdout, result.stdout
 
 
 def test_farm_down_fallbacks_are_memory_admitted_where_ninja_is_oom_killed(tmp_path, farm, box_factory):
@@ -209,4 +215,12 @@ def test_farm_down_fallbacks_are_memory_admitted_where_ninja_is_oom_killed(tmp_p
     assert ours.returncode == 0, ours.stdout + ours.stderr
     assert our_box.oom_kills() == 0, "headroom had kernel OOM kills where ninja had %d" % ninja_kills
     assert (ours_dir / "app").exists()
-    print("farm down, -j12 in a 1.5 GiB box: ninja 1.13.2 %d OOM kills, headroom 0" % ninja_kills)
+    # headroom saw the launcher compile here: a warning, and the summary counts the fallbacks.
+    assert "job ran on this machine instead of the farm (its launcher fell back)" in ours.stderr, ours.stderr
+    # Nothing ran on the farm: each job fell back (seen by its memory or distcc's own warning) or, once the farm
+    # was suspect, was counted local from the start.
+    fell_back = re.search(r"remote: 0 jobs ran on the farm .*?, (\d+) fell back to a local compile, (\d+) local",
+                          ours.stdout)
+    assert fell_back and int(fell_back.group(1)) >= 1, ours.stdout
+    print("farm down, -j12 in a 1.5 GiB box: ninja 1.13.2 %d OOM kills, headroom 0; %s"
+          % (ninja_kills, fell_back.group(0)))
