@@ -14,7 +14,7 @@ jobs="${HEADROOM_SAN_JOBS:-$(nproc)}"
 # Excluded from the sanitized run, with why (docs/robustness.md repeats this; the plain stage runs them all):
 #   test_dropin_torch: pip-installs and imports torch (~5 GB) and compiles a torch extension; headroom only schedules
 #     a few compiler jobs there, the same code paths the CMake and generator suites already cover under ASan.
-#   test_dropin_wheel: compiles all of headroom again inside pip (minutes of uninstrumented g++ on 2 cores) to check
+#   test_dropin_wheel: compiles headroom again for the portable wheel (minutes of uninstrumented zig c++ on 2 cores) to check
 #     packaging, which sanitizers cannot see into; the headroom it then drives is the uninstrumented wheel build.
 excluded='^e2e\.(test_dropin_torch|test_dropin_wheel)$'
 
