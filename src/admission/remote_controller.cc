@@ -5,7 +5,9 @@
 
 #include "headroom/admission/remote_fallback.h"
 #include "headroom/graph/graph.h"
+#include "headroom/report/timeline.h"
 #include "headroom/status/status.h"
+#include "headroom/util/clock.h"
 #include "headroom/util/byte_size.h"
 
 namespace headroom {
@@ -52,7 +54,7 @@ bool RemoteController::MayStart(Edge* edge, size_t running) {
 void RemoteController::JobStarted(Edge* edge, JobId id, ProcessRunner* runner) {
   const ExecClass& exec = ClassOf(edge);
   if (StartsRemote(exec) && remote_.StartedRemote(static_cast<uint64_t>(id), Residual(exec.engine))) {
-    remote_engines_[id] = exec.engine;
+    remote_jobs_[id] = RemoteJob{exec.engine, edge->outputs.empty() ? std::string() : edge->outputs[0]->path};
   } else {
     remote_.StartedLocal();
     local_jobs_[id] = false;
@@ -64,38 +66,47 @@ void RemoteController::JobStarted(Edge* edge, JobId id, ProcessRunner* runner) {
 void RemoteController::Tick(ProcessRunner* runner) {
   inner_->Tick(runner);  // samples the meter
   if (!sizes_.current) return;
-  for (auto& [id, engine] : remote_engines_) {
+  for (auto& [id, job] : remote_jobs_) {
     if (local_jobs_.count(id)) continue;  // already seen falling back
-    if (!remote_.Observe(static_cast<uint64_t>(id), sizes_.current(id))) continue;
+    uint64_t bytes = sizes_.current(id);
+    if (!remote_.Observe(static_cast<uint64_t>(id), bytes)) continue;
     local_jobs_[id] = true;
     ++local_running_;
-    NoteFallback(engine);
+    NoteFallback(job, FormatBytes(bytes) + " in use, past its residual's threshold");
   }
 }
 
-void RemoteController::NoteFallback(const std::string& engine) {
+void RemoteController::Mark(const char* kind, const RemoteJob& job, const std::string& detail) {
+  if (!timeline_ || !clock_) return;
+  timeline_->Mark(TimelineMarker{timeline_->Elapsed(clock_->NowMs()), kind, job.output, detail});
+}
+
+void RemoteController::NoteFallback(const RemoteJob& job, const std::string& why) {
   farm_suspect_ = true;
+  Mark("remote-fallback", job, (job.engine.empty() ? std::string("remote") : job.engine) + " ran it here: " + why);
   if (warned_fallback_) return;
   warned_fallback_ = true;
-  status_->Warning("a " + (engine.empty() ? std::string("remote") : engine) +
+  status_->Warning("a " + (job.engine.empty() ? std::string("remote") : job.engine) +
                    " job ran on this machine instead of the farm (its launcher fell back); remote-eligible jobs "
                    "now count as local until one completes remotely");
 }
 
 bool RemoteController::JobFinished(Edge* edge, JobExit* exit) {
   JobId id = exit->id;
-  auto remote = remote_engines_.find(id);
-  if (remote != remote_engines_.end()) {
+  auto remote = remote_jobs_.find(id);
+  if (remote != remote_jobs_.end()) {
+    const RemoteJob& job = remote->second;
+    bool seen_already = local_jobs_.count(id) != 0;
     uint64_t peak = std::max<uint64_t>(sizes_.peak ? sizes_.peak(id) : 0, static_cast<uint64_t>(exit->max_rss_kb) * 1024);
-    bool said_local = LauncherReportedLocalRun(remote->second, exit->output);
+    bool said_local = LauncherReportedLocalRun(job.engine, exit->output);
     if (remote_.Finished(static_cast<uint64_t>(id), peak, said_local) == ExecMode::kRemote) {
       farm_suspect_ = false;  // the farm took a job: it is back
-      uint64_t& learned = residuals_[remote->second];
+      uint64_t& learned = residuals_[job.engine];
       learned = std::max(learned, peak);
-    } else {
-      NoteFallback(remote->second);
+    } else if (!seen_already) {
+      NoteFallback(job, said_local ? std::string("its output says so") : FormatBytes(peak) + " at its peak");
     }
-    remote_engines_.erase(remote);
+    remote_jobs_.erase(remote);
   }
   if (local_jobs_.erase(id)) --local_running_;
   return inner_->JobFinished(edge, exit);

@@ -29,7 +29,7 @@ bool LooksLikeLocalFallback(uint64_t tree_bytes, uint64_t residual_estimate_byte
 
 bool LauncherReportedLocalRun(std::string_view engine, std::string_view output) {
   if (engine != "distcc") return false;
-  size_t warning = output.find("failed to distribute ");
+  size_t warning = output.find("failed to distribute");
   return warning != std::string_view::npos && output.find("running locally instead", warning) != std::string_view::npos;
 }
 

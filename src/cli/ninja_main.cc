@@ -198,7 +198,9 @@ void NinjaMain::AttachJobController(Builder* builder) {
   // Only once there is work: a build with nothing to do never reads the history, probes memory or makes cgroups.
   if (MemoryController* memory = EnsureMemoryController()) {
     memory->set_timeline(timeline_);
-    builder->set_job_controller(EnsureRemoteController(memory));
+    JobController* controller = EnsureRemoteController(memory);
+    if (remote_controller_) remote_controller_->set_timeline(timeline_, clock_);
+    builder->set_job_controller(controller);
     builder->set_edge_cost([memory](const Edge* edge) { return memory->EdgeCost(edge); });
   } else if (timeline_) {
     // No memory decisions to record, but the trace and report still show every job.

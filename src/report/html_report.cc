@@ -154,6 +154,7 @@ const char* DecisionName(std::string_view kind) {
   if (kind == "oom") return "killed by the kernel (OOM)";
   if (kind == "requeue") return "requeued";
   if (kind == "gave-up") return "gave up";
+  if (kind == "remote-fallback") return "ran here, not on the farm";
   return "decision";
 }
 

@@ -15,7 +15,8 @@ namespace headroom {
 
 namespace {
 
-constexpr const char* kMarkerKinds[] = {"wait", "over-budget", "freeze", "thaw", "kill", "oom", "requeue", "gave-up"};
+constexpr const char* kMarkerKinds[] = {"wait",    "over-budget", "freeze",  "thaw",           "kill",
+                                        "oom",     "requeue",     "gave-up", "remote-fallback"};
 
 const char* MarkerLabel(std::string_view kind) {
   if (kind == "wait") return "waited";
@@ -26,6 +27,7 @@ const char* MarkerLabel(std::string_view kind) {
   if (kind == "oom") return "OOM kill";
   if (kind == "requeue") return "requeued";
   if (kind == "gave-up") return "gave up";
+  if (kind == "remote-fallback") return "fell back";
   return "other";
 }
 
@@ -63,6 +65,7 @@ const char* MarkerColor(std::string_view kind) {
   if (kind == "oom") return "#a11d1d";
   if (kind == "requeue") return "#8e6bbf";
   if (kind == "gave-up") return "#5b1414";
+  if (kind == "remote-fallback") return "#0f766e";
   return "#6b7280";
 }
 

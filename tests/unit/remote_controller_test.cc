@@ -8,6 +8,7 @@
 #include "headroom/admission/remote_controller.h"
 #include "headroom/graph/graph.h"
 #include "headroom/manifest/manifest_parser.h"
+#include "headroom/report/timeline.h"
 #include "headroom/status/status.h"
 #include "headroom/util/byte_size.h"
 #include "fakes.h"
@@ -15,6 +16,7 @@
 namespace headroom {
 namespace {
 
+using testing::ManualClock;
 using testing::VirtualFileSystem;
 
 class RecordingStatus : public Status {
@@ -159,6 +161,24 @@ TEST_F(RemoteControllerTest, ASmallJobDistccRanLocallyIsAFallbackByItsOutput) {
   EXPECT_EQ(0u, controller->counts().remote);
   EXPECT_TRUE(controller->farm_suspect());
   EXPECT_EQ(1u, status_.warnings.size());
+}
+
+TEST_F(RemoteControllerTest, FallbacksAreMarkedOnTheTimelineOnce) {
+  Parse(kProject);
+  auto controller = Make(4, 4);
+  BuildTimeline timeline;
+  ManualClock clock;
+  controller->set_timeline(&timeline, &clock);
+  ASSERT_TRUE(Start(*controller, "a.o", 1));
+  ASSERT_TRUE(Start(*controller, "b.o", 2));
+  current_[2] = 300 * kMiB;
+  controller->Tick(nullptr);
+  Finish(*controller, "b.o", 2, 310 * kMiB);  // seen already: not marked again
+  Finish(*controller, "a.o", 1, 30 * kMiB);   // ran on the farm: not marked
+  ASSERT_EQ(1u, timeline.markers().size());
+  EXPECT_EQ("remote-fallback", timeline.markers()[0].kind);
+  EXPECT_EQ("b.o", timeline.markers()[0].output);
+  EXPECT_EQ("distcc ran it here: 300 MiB in use, past its residual's threshold", timeline.markers()[0].detail);
 }
 
 TEST_F(RemoteControllerTest, ABadHeadroomExecValueWarnsAndRunsLocal) {

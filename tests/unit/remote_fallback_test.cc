@@ -29,6 +29,9 @@ TEST(RemoteFallbackTest, DistccSaysWhenItRanAJobLocally) {
   EXPECT_TRUE(LauncherReportedLocalRun(
       "distcc", "distcc[2056] ERROR: nonblocking connect to 127.0.0.1:38699 failed: Connection refused\n"
                 "distcc[2056] Warning: failed to distribute small.cc to 127.0.0.1:38699/4, running locally instead\n"));
+  // The form distcc prints when it gave up before picking a host (e.g. the host is in backoff).
+  EXPECT_TRUE(LauncherReportedLocalRun(
+      "distcc", "distcc[31913] (dcc_build_somewhere) Warning: failed to distribute, running locally instead\n"));
   EXPECT_FALSE(LauncherReportedLocalRun("distcc", "a.cc:3:1: warning: unused variable\n"));
   EXPECT_FALSE(LauncherReportedLocalRun("icecc", "failed to distribute x, running locally instead"));
 }

@@ -17,6 +17,8 @@
 
 namespace headroom {
 
+class BuildTimeline;
+class Clock;
 class Status;
 
 // Running jobs' process-tree sizes (bytes), as the inner controller's JobMeter sampled them: its CurrentBytes and
@@ -49,6 +51,13 @@ class RemoteController : public JobController {
   void SlotsChanged(Edge* edge, JobId id, size_t slots) override { inner_->SlotsChanged(edge, id, slots); }
   void BuildEnded() override { inner_->BuildEnded(); }
 
+  // Marks each remote job seen running here ("remote-fallback") on the timeline, for --trace and --report. Jobs
+  // that ran on the farm are not marked (one marker per job would drown the memory decisions). Both nullable.
+  void set_timeline(BuildTimeline* timeline, const Clock* clock) {
+    timeline_ = timeline;
+    clock_ = clock;
+  }
+
   const RemoteCounts& counts() const { return remote_.counts(); }
   // Remote-eligible jobs are being run as local ones: one fell back and none has completed remote since.
   bool farm_suspect() const { return farm_suspect_; }
@@ -59,8 +68,13 @@ class RemoteController : public JobController {
   // Whether a remote-eligible job starting now runs as remote (else it is counted as local).
   bool StartsRemote(const ExecClass& exec) const;
   uint64_t Residual(const std::string& engine) const;
-  // A remote job was seen running here: the farm is suspect; the first time, a warning.
-  void NoteFallback(const std::string& engine);
+  struct RemoteJob {
+    std::string engine;
+    std::string output;
+  };
+  // A remote job was seen running here: the farm is suspect, a timeline marker; the first time, a warning.
+  void NoteFallback(const RemoteJob& job, const std::string& why);
+  void Mark(const char* kind, const RemoteJob& job, const std::string& detail);
 
   JobController* inner_;
   JobSizes sizes_;
@@ -69,12 +83,14 @@ class RemoteController : public JobController {
   RemoteJobs remote_;
   std::unordered_map<const Edge*, ExecClass> classes_;
   std::map<JobId, bool> local_jobs_;              // running jobs counted as local (true: a remote one that fell back)
-  std::map<JobId, std::string> remote_engines_;   // running remote jobs' engines
+  std::map<JobId, RemoteJob> remote_jobs_;         // running remote jobs
   std::map<std::string, uint64_t> residuals_;     // per engine: the largest peak of a job completed remote
   size_t local_running_ = 0;
   bool saw_remote_eligible_ = false;
   bool farm_suspect_ = false;
   bool warned_fallback_ = false;
+  BuildTimeline* timeline_ = nullptr;
+  const Clock* clock_ = nullptr;
 };
 
 }  // namespace headroom

@@ -20,7 +20,8 @@ uint64_t FallbackThresholdBytes(uint64_t residual_estimate_bytes);
 bool LooksLikeLocalFallback(uint64_t tree_bytes, uint64_t residual_estimate_bytes);
 
 // True when the job's output shows its launcher ran it here: distcc prints "Warning: failed to distribute X to
-// HOST, running locally instead" (at its default verbosity) when it falls back. This catches fallbacks too small
+// HOST, running locally instead", or "failed to distribute, running locally instead" when it gave up before
+// picking a host (its default verbosity), when it falls back. This catches fallbacks too small
 // to tell by memory (a light TU compiled locally stays under the threshold).
 bool LauncherReportedLocalRun(std::string_view engine, std::string_view output);
 

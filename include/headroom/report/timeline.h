@@ -51,7 +51,8 @@ struct MemorySample {
 struct TimelineMarker {
   int64_t t_ms = 0;
   std::string kind;              // "wait", "freeze", "thaw", "kill", "requeue", "oom", "over-budget",
-                                 // "gave-up" (out of memory once too often: it failed)
+                                 // "gave-up" (out of memory once too often: it failed),
+                                 // "remote-fallback" (a remote-eligible job ran here: docs/scale-out.md)
   std::string output;            // the job it concerns
   std::string detail;            // human-readable reason
 };
