@@ -210,7 +210,7 @@ def test_farm_down_fallbacks_are_memory_admitted_where_ninja_is_oom_killed(tmp_p
     write_project(ours_dir)
     our_box = box_factory(BOX_BYTES)
     our_box.require_complete_kill_count()
-    ours = our_box.run([harness.headroom_binary(), "-j12"], cwd=ours_dir,
+    ours = our_box.run([harness.headroom_binary(), "-j12", "--trace=trace.json"], cwd=ours_dir,
                        env=distcc_env(hosts, tmp_path / "distcc-ours"), timeout=600)
     assert ours.returncode == 0, ours.stdout + ours.stderr
     assert our_box.oom_kills() == 0, "headroom had kernel OOM kills where ninja had %d" % ninja_kills
@@ -222,5 +222,9 @@ def test_farm_down_fallbacks_are_memory_admitted_where_ninja_is_oom_killed(tmp_p
     fell_back = re.search(r"remote: 0 jobs ran on the farm .*?, (\d+) fell back to a local compile, (\d+) local",
                           ours.stdout)
     assert fell_back and int(fell_back.group(1)) >= 1, ours.stdout
+    # The trace marks each job seen falling back.
+    markers = [e for e in json.loads((ours_dir / "trace.json").read_text())["traceEvents"]
+               if e.get("ph") == "i" and e["args"].get("kind") == "remote-fallback"]
+    assert len(markers) == int(fell_back.group(1)), markers
     print("farm down, -j12 in a 1.5 GiB box: ninja 1.13.2 %d OOM kills, headroom 0; %s"
           % (ninja_kills, fell_back.group(0)))
