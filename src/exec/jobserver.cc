@@ -20,20 +20,6 @@
 namespace headroom {
 namespace {
 
-std::vector<std::string_view> SplitWords(std::string_view text) {
-  std::vector<std::string_view> words;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t start = text.find_first_not_of(" \t", pos);
-    if (start == std::string_view::npos) break;
-    size_t end = text.find_first_of(" \t", start);
-    if (end == std::string_view::npos) end = text.size();
-    words.push_back(text.substr(start, end - start));
-    pos = end;
-  }
-  return words;
-}
-
 // Scans one int as %d does: optional leading blanks and sign, then digits (at least one).
 bool ScanInt(std::string_view text, size_t* pos, int* value) {
   size_t at = *pos;
@@ -63,9 +49,23 @@ bool ScanDescriptorPair(std::string_view text, int* read_fd, int* write_fd) {
 
 }  // namespace
 
+std::vector<std::string_view> MakeflagsWords(std::string_view text) {
+  std::vector<std::string_view> words;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t start = text.find_first_not_of(" \t", pos);
+    if (start == std::string_view::npos) break;
+    size_t end = text.find_first_of(" \t", start);
+    if (end == std::string_view::npos) end = text.size();
+    words.push_back(text.substr(start, end - start));
+    pos = end;
+  }
+  return words;
+}
+
 bool ParseMakeFlags(std::string_view makeflags, JobserverConfig* config, std::string* error) {
   *config = JobserverConfig();
-  std::vector<std::string_view> words = SplitWords(makeflags);
+  std::vector<std::string_view> words = MakeflagsWords(makeflags);
   // make writes its single-letter flags, dash-less, as the first word; `n` there is `make -n`,
   // whose recipes must not run, so no tokens are needed either.
   if (!words.empty() && words[0][0] != '-' && words[0].find('n') != std::string_view::npos) return true;

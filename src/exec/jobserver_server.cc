@@ -2,6 +2,8 @@
 // removal of directories left behind by killed builds.
 #include "headroom/exec/jobserver_server.h"
 
+#include "headroom/exec/jobserver.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -20,20 +22,6 @@ namespace {
 
 constexpr std::string_view kDirPrefix = "headroom-jobserver-";
 constexpr char kToken = '+';
-
-std::vector<std::string_view> Words(std::string_view text) {
-  std::vector<std::string_view> words;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t start = text.find_first_not_of(" \t", pos);
-    if (start == std::string_view::npos) break;
-    size_t end = text.find_first_of(" \t", start);
-    if (end == std::string_view::npos) end = text.size();
-    words.push_back(text.substr(start, end - start));
-    pos = end;
-  }
-  return words;
-}
 
 bool StartsWith(std::string_view text, std::string_view prefix) { return text.substr(0, prefix.size()) == prefix; }
 
@@ -96,7 +84,7 @@ void RemoveDirectoryAndFifos(const std::string& directory) {
 
 std::string StripJobserverWords(std::string_view makeflags) {
   std::string kept;
-  std::vector<std::string_view> words = Words(makeflags);
+  std::vector<std::string_view> words = MakeflagsWords(makeflags);
   size_t i = 0;
   for (; i < words.size() && words[i] != "--"; ++i) {
     std::string_view word = words[i];

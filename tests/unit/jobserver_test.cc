@@ -31,6 +31,12 @@ JobserverConfig Parse(const std::string& makeflags, bool expect_ok = true, std::
   return config;
 }
 
+TEST(JobserverTest, MakeflagsWordsSplitAtSpacesAndTabs) {
+  EXPECT_EQ(MakeflagsWords(" -j3\t--jobserver-auth=3,4  k "),
+            (std::vector<std::string_view>{"-j3", "--jobserver-auth=3,4", "k"}));
+  EXPECT_TRUE(MakeflagsWords(" \t ").empty());
+}
+
 TEST(JobserverParseTest, FifoAuth) {
   JobserverConfig config = Parse(" -j3 --jobserver-auth=fifo:/tmp/GMfifo42");
   EXPECT_EQ(JobserverConfig::Mode::kFifo, config.mode);

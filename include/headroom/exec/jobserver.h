@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace headroom {
 
@@ -26,6 +27,9 @@ struct JobserverConfig {
 // read as make's sscanf("%d,%d") reads it (`3,4,5` is 3,4; a negative one means no jobserver).
 // Returns false with *error for an auth value that is neither `fifo:PATH` nor such a pair.
 bool ParseMakeFlags(std::string_view makeflags, JobserverConfig* config, std::string* error);
+
+// MAKEFLAGS split into its words at spaces and tabs (the client reads them; the server rewrites them per job).
+std::vector<std::string_view> MakeflagsWords(std::string_view makeflags);
 
 // A client of a FIFO jobserver. Every process in the pool owns one implicit slot; each extra job
 // needs a token, a byte read from the FIFO, and the same byte goes back when the job is done.
