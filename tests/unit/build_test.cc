@@ -16,7 +16,7 @@ using testing::FakeProcessRunner;
 using testing::ManualClock;
 using testing::VirtualFileSystem;
 
-class RecordingStatus : public Status {
+class RecordingStatus : public testing::NullStatus {
  public:
   void PlanHasTotalEdges(int total) override { totals.push_back(total); }
   void EdgeAddedToPlan(const Edge*, int64_t) override { totals.push_back(++total); }
@@ -28,8 +28,6 @@ class RecordingStatus : public Status {
     finished.push_back(edge->outputs[0]->path + (success ? "" : ":failed=" + std::to_string(exit_code)));
     outputs.push_back(output);
   }
-  void BuildStarted() override {}
-  void BuildFinished() override {}
   void Info(const std::string& message) override { infos.push_back(message); }
   void Warning(const std::string& message) override { warnings.push_back(message); }
   void Error(const std::string& message) override { errors.push_back(message); }

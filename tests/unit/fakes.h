@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "headroom/exec/process_runner.h"
+#include "headroom/status/status.h"
 #include "headroom/util/clock.h"
 #include "headroom/util/disk.h"
 
@@ -156,6 +157,19 @@ class ManualClock : public Clock {
  public:
   int64_t NowMs() const override { return now_ms; }
   int64_t now_ms = 0;
+};
+
+// A Status that shows nothing; a test derives from it and overrides only what it watches.
+class NullStatus : public Status {
+ public:
+  void PlanHasTotalEdges(int) override {}
+  void BuildEdgeStarted(const Edge*, int64_t) override {}
+  void BuildEdgeFinished(Edge*, int64_t, int64_t, bool, int, const std::string&) override {}
+  void BuildStarted() override {}
+  void BuildFinished() override {}
+  void Info(const std::string&) override {}
+  void Warning(const std::string&) override {}
+  void Error(const std::string&) override {}
 };
 
 }  // namespace headroom::testing

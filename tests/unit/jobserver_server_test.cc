@@ -259,16 +259,9 @@ TEST(JobserverServerTest, StaleDirectoryOfADeadBuildIsRemovedAndALiveOneKept) {
 
 // The Builder with a server: spare -j capacity goes to running jobs as offers, never past -j, and new
 // jobs come first.
-class SlotStatus : public Status {
+class SlotStatus : public testing::NullStatus {
  public:
-  void PlanHasTotalEdges(int) override {}
-  void BuildEdgeStarted(const Edge*, int64_t) override {}
-  void BuildEdgeFinished(Edge*, int64_t, int64_t, bool, int, const std::string&) override {}
-  void BuildStarted() override {}
-  void BuildFinished() override {}
-  void Info(const std::string&) override {}
-  void Warning(const std::string&) override {}
-  void Error(const std::string&) override {}
+
 };
 
 class RecordingController : public JobController {

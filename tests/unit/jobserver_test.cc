@@ -192,13 +192,8 @@ TEST(JobserverClientTest, OpenErrors) {
   EXPECT_EQ("Error opening fifo for reading: No such file or directory", err);
 }
 
-class MessageStatus : public Status {
+class MessageStatus : public testing::NullStatus {
  public:
-  void PlanHasTotalEdges(int) override {}
-  void BuildEdgeStarted(const Edge*, int64_t) override {}
-  void BuildEdgeFinished(Edge*, int64_t, int64_t, bool, int, const std::string&) override {}
-  void BuildStarted() override {}
-  void BuildFinished() override {}
   void Info(const std::string& message) override { lines.push_back("info:" + message); }
   void Warning(const std::string& message) override { lines.push_back("warning:" + message); }
   void Error(const std::string& message) override { lines.push_back("error:" + message); }

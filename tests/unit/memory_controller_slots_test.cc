@@ -30,16 +30,9 @@ namespace {
 
 constexpr uint64_t kGiBytes = 1024ull * 1024 * 1024;
 
-class SilentStatus : public Status {
+class SilentStatus : public testing::NullStatus {
  public:
-  void PlanHasTotalEdges(int) override {}
-  void BuildEdgeStarted(const Edge*, int64_t) override {}
-  void BuildEdgeFinished(Edge*, int64_t, int64_t, bool, int, const std::string&) override {}
-  void BuildStarted() override {}
-  void BuildFinished() override {}
-  void Info(const std::string&) override {}
-  void Warning(const std::string&) override {}
-  void Error(const std::string&) override {}
+
 };
 
 // The controller under test, recording the most slots granted at once while every job of the build ran

@@ -64,17 +64,10 @@ class MeasuringRunner : public FakeProcessRunner {
   int system_oom_kills_ = 0;
 };
 
-class QuietStatus : public Status {
+class QuietStatus : public testing::NullStatus {
  public:
-  void PlanHasTotalEdges(int) override {}
-  void BuildEdgeStarted(const Edge*, int64_t) override {}
-  void BuildEdgeFinished(Edge*, int64_t, int64_t, bool, int, const std::string&) override {}
-  void BuildStarted() override {}
-  void BuildFinished() override {}
   void UpdateMemory(const MemoryStatus& memory) override { last_memory = memory; }
-  void Info(const std::string&) override {}
   void Warning(const std::string& message) override { warnings.push_back(message); }
-  void Error(const std::string&) override {}
   MemoryStatus last_memory;
   std::vector<std::string> warnings;
 };

@@ -19,16 +19,9 @@ namespace {
 using testing::ManualClock;
 using testing::VirtualFileSystem;
 
-class RecordingStatus : public Status {
+class RecordingStatus : public testing::NullStatus {
  public:
-  void PlanHasTotalEdges(int) override {}
-  void BuildEdgeStarted(const Edge*, int64_t) override {}
-  void BuildEdgeFinished(Edge*, int64_t, int64_t, bool, int, const std::string&) override {}
-  void BuildStarted() override {}
-  void BuildFinished() override {}
-  void Info(const std::string&) override {}
   void Warning(const std::string& message) override { warnings.push_back(message); }
-  void Error(const std::string&) override {}
   std::vector<std::string> warnings;
 };
 
