@@ -198,3 +198,19 @@ class MemoryBox:
             self.path.rmdir()
         except OSError:
             pass
+
+
+# A pytest fixture (test modules import it by name): make(limit_bytes) gives a new box, each removed at the end.
+@pytest.fixture
+def box_factory():
+    require_box()
+    boxes = []
+
+    def make(limit_bytes: int) -> MemoryBox:
+        box = MemoryBox(limit_bytes)
+        boxes.append(box)
+        return box
+
+    yield make
+    for box in boxes:
+        box.remove()

@@ -25,7 +25,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import harness  # noqa: E402
-from memory_box import MemoryBox, require_box  # noqa: E402
+from memory_box import MemoryBox, box_factory, require_box  # noqa: E402,F401 (box_factory is a fixture)
 
 MiB = 1024 * 1024
 TU_COUNT = 12
@@ -110,21 +110,6 @@ def farm():
     yield start
     for daemon in daemons:
         daemon.remove()
-
-
-@pytest.fixture
-def box_factory():
-    require_box()
-    boxes = []
-
-    def make(limit_bytes: int) -> MemoryBox:
-        box = MemoryBox(limit_bytes)
-        boxes.append(box)
-        return box
-
-    yield make
-    for box in boxes:
-        box.remove()
 
 
 def write_project(directory: Path):

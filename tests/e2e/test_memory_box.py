@@ -17,7 +17,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import harness  # noqa: E402
-from memory_box import MemoryBox, require_box  # noqa: E402
+from memory_box import MemoryBox, box_factory, require_box  # noqa: E402,F401 (box_factory is a fixture)
 
 MiB = 1024 * 1024
 
@@ -68,21 +68,6 @@ def history_outcomes(directory: Path) -> list[str]:
         if fields[0] == "E":
             outcomes.append(fields[6])
     return outcomes
-
-
-@pytest.fixture
-def box_factory():
-    require_box()
-    boxes = []
-
-    def make(limit_bytes: int) -> MemoryBox:
-        box = MemoryBox(limit_bytes)
-        boxes.append(box)
-        return box
-
-    yield make
-    for box in boxes:
-        box.remove()
 
 
 def test_fixed_parallelism_is_oom_killed_where_headroom_finishes(tmp_path, box_factory):
