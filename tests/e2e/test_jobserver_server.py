@@ -8,7 +8,6 @@ import shutil
 import signal
 import sys
 import threading
-import time
 
 import pytest
 
@@ -51,12 +50,7 @@ def require(path_or_name: str, what: str) -> str:
 
 
 def pip_ninja() -> str:
-    try:
-        import ninja  # noqa: PLC0415
-
-        path = os.path.join(ninja.BIN_DIR, "ninja")
-    except ImportError:
-        path = ""
+    path = harness.reference_binary()
     if not os.access(path, os.X_OK):
         if os.environ.get("CI"):
             pytest.fail("PyPI ninja 1.13.2 is required in CI")
@@ -221,7 +215,7 @@ def test_fifos_removed_after_failure_and_sigint_and_a_stale_dir_is_harmless(ws, 
              "while not os.path.exists('never') and time.monotonic() < deadline:\n    time.sleep(0.01)\n")
     ws.write("build.ninja", "rule w\n  command = %s wait.py\nbuild x: w\n" % sys.executable)
     proc = ws.spawn("--jobserver", env={"TMPDIR": tmpdir_env})
-    wait_for(lambda: ws.exists("started"))
+    ws.wait_for_file("started")
     assert len(jobserver_dirs(tmpdir_env)) == 1
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=10)
@@ -230,20 +224,12 @@ def test_fifos_removed_after_failure_and_sigint_and_a_stale_dir_is_harmless(ws, 
 
     # SIGINT: the build stops and removes its own directory (and the stale one went when it started).
     proc = ws.spawn("--jobserver", env={"TMPDIR": tmpdir_env})
-    wait_for(lambda: ws.exists("started"))
+    ws.wait_for_file("started")
     assert len(jobserver_dirs(tmpdir_env)) == 1
     os.killpg(proc.pid, signal.SIGINT)
     out, err = proc.communicate(timeout=20)
     assert proc.returncode == 130, (out, err)
     assert jobserver_dirs(tmpdir_env) == []
-
-
-def wait_for(condition, timeout: float = 20.0):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in %.0fs" % timeout)
-        time.sleep(0.01)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
