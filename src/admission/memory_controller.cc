@@ -226,11 +226,15 @@ void MemoryController::BeginPass() {
   // reading memory before each of hundreds of quick jobs a second would cost more than they do. A job
   // that ends holding real memory makes the next pass read afresh.
   const int64_t now = parts_.clock->NowMs();
+  pass_.emplace(policy_, RecentReading(now), RunningJobs(), now);
+}
+
+const MemoryReading& MemoryController::RecentReading(int64_t now) {
   if (pass_reading_ms_ < 0 || now - pass_reading_ms_ >= kReadingReuseMs) {
     pass_reading_ = Read();
     pass_reading_ms_ = now;
   }
-  pass_.emplace(policy_, pass_reading_, RunningJobs(), now);
+  return pass_reading_;
 }
 
 bool MemoryController::MayStart(Edge* edge, size_t running) {

@@ -120,6 +120,8 @@ class MemoryController : public JobController {
   void RefreshIfStale(const Edge* edge, EdgeState& state);
   static const std::string& OutputOf(const Edge* edge);
   MemoryReading Read();
+  // The pass's reading when it is at most kReadingReuseMs old, else a fresh one (admission and slot offers).
+  const MemoryReading& RecentReading(int64_t now);
   static bool IsGuess(const EdgeState& state);
   Candidate CandidateFor(const Edge* edge, EdgeState& state, int64_t now) const;
   void NoteWait(const Edge* edge, EdgeState& state, const AdmissionDecision& decision, int64_t now);
