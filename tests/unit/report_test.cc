@@ -17,6 +17,7 @@
 #include "headroom/report/summary.h"
 #include "headroom/report/trace_writer.h"
 #include "headroom/status/status.h"
+#include "fakes.h"
 
 namespace headroom {
 namespace {
@@ -386,13 +387,8 @@ TEST(ReportTest, FiveThousandJobsStayWithinBounds) {
 
 // ---- writing the files ----
 
-class CollectingStatus : public Status {
+class CollectingStatus : public testing::NullStatus {
  public:
-  void PlanHasTotalEdges(int) override {}
-  void BuildEdgeStarted(const Edge*, int64_t) override {}
-  void BuildEdgeFinished(Edge*, int64_t, int64_t, bool, int, const std::string&) override {}
-  void BuildStarted() override {}
-  void BuildFinished() override {}
   void Info(const std::string& message) override { infos.push_back(message); }
   void Warning(const std::string& message) override { warnings.push_back(message); }
   void Error(const std::string& message) override { errors.push_back(message); }
