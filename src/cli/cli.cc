@@ -115,6 +115,14 @@ void CollectDecisions(const NinjaMain& ninja, MemoryDecisions* total) {
   }
 }
 
+// A tool is the last thing the process does: its graph is left for the exit to reclaim (as ninja does).
+int RunLastTool(const Tool& tool, NinjaMain* ninja, const Options& options, const BuildConfig& config,
+                StatusPrinter* status) {
+  const int exit_code = RunTool(tool, ninja, options, config, status);
+  ninja->state().AbandonGraphAtExit();
+  return exit_code;
+}
+
 // The load / regenerate / build cycle (restarted when the manifest rebuilt itself), or a tool that
 // needs the manifest or logs. Returns the exit code.
 int RunPasses(const Options& options, const BuildConfig& config, const Tool* tool, const Clock* clock,
@@ -126,10 +134,10 @@ int RunPasses(const Options& options, const BuildConfig& config, const Tool* too
     if (probe) ninja.set_memory_services(MemoryServices{probe, meter}, &status);
     ninja.set_timeline(timeline);
     if (!ninja.LoadManifest(options, &status)) return 1;
-    if (tool && tool->phase == Tool::Phase::kAfterLoad) return RunTool(*tool, &ninja, options, config, &status);
+    if (tool && tool->phase == Tool::Phase::kAfterLoad) return RunLastTool(*tool, &ninja, options, config, &status);
     if (!ninja.EnsureBuildDirExists(&status)) return 1;
     if (!ninja.OpenBuildLog(&status) || !ninja.OpenDepsLog(&status)) return 1;
-    if (tool && tool->phase == Tool::Phase::kAfterLogs) return RunTool(*tool, &ninja, options, config, &status);
+    if (tool && tool->phase == Tool::Phase::kAfterLogs) return RunLastTool(*tool, &ninja, options, config, &status);
 
     std::string err;
     if (ninja.RebuildManifest(options.input_file, &err, &status)) {

@@ -229,6 +229,29 @@ void State::Reset() {
   }
 }
 
+namespace {
+
+// What AbandonGraphAtExit gave up. Owned through a global so that it stays reachable until the process ends.
+struct AbandonedGraph {
+  std::deque<Node> nodes;
+  std::vector<std::unique_ptr<Edge>> edges;
+  std::vector<std::unique_ptr<BindingEnv>> scopes;
+};
+std::vector<AbandonedGraph*>* g_abandoned_graphs = nullptr;
+
+}  // namespace
+
+void State::AbandonGraphAtExit() {
+  if (!g_abandoned_graphs) g_abandoned_graphs = new std::vector<AbandonedGraph*>;
+  // Moving a deque or vector keeps its elements where they are: every Node* and Edge* stays valid.
+  g_abandoned_graphs->push_back(new AbandonedGraph{std::move(nodes_), std::move(edges), std::move(scopes_)});
+  nodes_.clear();
+  edges.clear();
+  scopes_.clear();
+  paths_.Clear();
+  defaults.clear();
+}
+
 BindingEnv* State::NewScope(BindingEnv* parent) {
   scopes_.push_back(std::make_unique<BindingEnv>(parent));
   return scopes_.back().get();

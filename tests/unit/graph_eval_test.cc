@@ -222,5 +222,22 @@ TEST_F(GraphEvalTest, DollarEscapesSurviveEvaluation) {
   EXPECT_EQ("echo $HOME  x:y", Command("o"));
 }
 
+TEST_F(GraphEvalTest, AbandonedGraphStaysValidAndLeavesTheStateEmpty) {
+  Parse("rule cc\n  command = cc $in -o $out\nbuild out.o: cc in.c\n");
+  Edge* edge = EdgeProducing("out.o");
+  Node* input = state_.LookupNode("in.c");
+  state_.AbandonGraphAtExit();
+  EXPECT_EQ(state_.node_count(), 0u);
+  EXPECT_TRUE(state_.edges.empty());
+  EXPECT_EQ(state_.LookupNode("in.c"), nullptr);
+  // What the caller still points at lives on until the process exits.
+  EXPECT_EQ(input->path, "in.c");
+  EXPECT_EQ(edge->outputs[0]->path, "out.o");
+  EXPECT_EQ(edge->EvaluateCommand(), "cc in.c -o out.o");
+  // The emptied State takes a new graph.
+  Parse("rule link\n  command = ld $in\nbuild b: link b.o\n");
+  EXPECT_EQ(state_.node_count(), 2u);
+}
+
 }  // namespace
 }  // namespace headroom

@@ -165,6 +165,12 @@ class State {
   // Forgets all stat and dirty state so the same graph can be scanned again.
   void Reset();
 
+  // For a process about to exit: gives the nodes, edges and scopes to storage that is never freed (still
+  // reachable, so leak checkers do not report it) and leaves this State empty. Freeing a large graph node by
+  // node costs about a quarter of loading it (86,883 edges: ~60 of a 230 ms `-t targets`); ninja never frees
+  // its graph either, it exits without teardown.
+  void AbandonGraphAtExit();
+
   BindingEnv bindings;  // the top-level file scope.
   std::vector<std::unique_ptr<Edge>> edges;
   std::vector<Node*> defaults;
