@@ -205,6 +205,37 @@ AdmissionPolicy::TickResult AdmissionPolicy::PlanTick(const MemoryReading& readi
   return result;
 }
 
+std::optional<HeadHold> PlanHeadHold(const AdmissionPolicy& policy, const MemoryReading& reading,
+                                     std::span<const RunningJob> running, const Candidate& head, int64_t now_ms) {
+  const uint64_t budget = policy.Budget(reading);
+  if (budget == 0) return std::nullopt;
+  const uint64_t reserve = policy.Reserve(budget);
+  const uint64_t need = policy.AdmittedPeak(head, budget);
+  // Only an exclusive head (BuilderEdgeWeight's rule): holding memory for any head costs more than it gains.
+  if (need <= SaturatingSub(budget, reserve) / 2) return std::nullopt;
+  // What is free above the reserve now, and what each running job gives back when it is predicted to end
+  // (one already past its predicted end is taken to end now). A job with no prediction never gives back.
+  struct Release {
+    int64_t at_ms;
+    uint64_t bytes;
+  };
+  std::vector<Release> releases;
+  int64_t free = static_cast<int64_t>(policy.Headroom(reading, running)) - static_cast<int64_t>(reserve);
+  for (const RunningJob& job : running) {
+    const uint64_t owed = policy.Owed(job, now_ms);
+    free -= static_cast<int64_t>(owed);
+    if (job.expected_end_ms >= 0) releases.push_back({std::max(job.expected_end_ms, now_ms), job.rss + owed});
+  }
+  std::sort(releases.begin(), releases.end(), [](const Release& a, const Release& b) { return a.at_ms < b.at_ms; });
+  for (const Release& release : releases) {
+    free += static_cast<int64_t>(release.bytes);
+    if (free >= static_cast<int64_t>(need)) {
+      return HeadHold{head.id, need, release.at_ms, static_cast<uint64_t>(free) - need};
+    }
+  }
+  return std::nullopt;
+}
+
 AdmissionPass::AdmissionPass(const AdmissionPolicy& policy, const MemoryReading& reading,
                              std::vector<RunningJob> running, int64_t now_ms)
     : policy_(policy), reading_(reading), running_(std::move(running)), now_ms_(now_ms) {}
@@ -212,6 +243,9 @@ AdmissionPass::AdmissionPass(const AdmissionPolicy& policy, const MemoryReading&
 AdmissionDecision AdmissionPass::Consider(const Candidate& candidate) {
   if (stopped_) return stop_decision_;
   AdmissionDecision decision = policy_.Decide(reading_, running_, candidate, now_ms_);
+  if (decision.admit && !decision.over_budget) {
+    if (std::optional<AdmissionDecision> held = HoldFor(candidate)) return *held;
+  }
   if (!decision.admit) {
     if (!head_reason_seen_) {
       head_reason_seen_ = true;
@@ -244,7 +278,26 @@ void AdmissionPass::NoteHead(const Candidate& head, const AdmissionDecision& dec
   if (now_ms_ - head.ready_since_ms >= policy_.config().starvation_ms) {
     stopped_ = true;
     stop_decision_ = AdmissionDecision{false, WaitKind::kMemory, false, "a heavier job has waited too long"};
+    return;
   }
+  if (policy_.config().hold_for_exclusive_head) hold_ = PlanHeadHold(policy_, reading_, running_, head, now_ms_);
+}
+
+std::optional<AdmissionDecision> AdmissionPass::HoldFor(const Candidate& candidate) {
+  if (!hold_ || candidate.id == hold_->head_id) return std::nullopt;
+  // Ending before the head can start, it takes nothing from it.
+  if (candidate.expected_ms > 0 && now_ms_ + candidate.expected_ms <= hold_->start_ms) return std::nullopt;
+  const uint64_t peak = policy_.AdmittedPeak(candidate, policy_.Budget(reading_));
+  if (peak <= hold_->spare) {
+    hold_->spare -= peak;
+    return std::nullopt;
+  }
+  return Wait(WaitKind::kMemory,
+              fmt::format("needs ~{}, would delay a job too big to share memory (~{}, predicted to fit in {:.1f}s, "
+                          "{} to spare then)",
+                          FormatBytes(peak), FormatBytes(hold_->head_need),
+                          static_cast<double>(std::max<int64_t>(0, hold_->start_ms - now_ms_)) / 1000.0,
+                          FormatBytes(hold_->spare)));
 }
 
 void AdmissionPass::AddRunning(const Candidate& candidate, bool over_budget) {
@@ -254,6 +307,7 @@ void AdmissionPass::AddRunning(const Candidate& candidate, bool over_budget) {
   job.family_key = candidate.family_key;
   job.predicted_peak = policy_.AdmittedPeak(candidate, policy_.Budget(reading_));
   job.started_ms = job.last_growth_ms = now_ms_;
+  if (candidate.expected_ms > 0) job.expected_end_ms = now_ms_ + candidate.expected_ms;
   job.runs_alone = candidate.must_run_alone || over_budget;
   job.heavy = candidate.predicted_peak >= policy_.config().heavy_threshold;
   running_.push_back(std::move(job));

@@ -217,6 +217,7 @@ Candidate MemoryController::CandidateFor(const Edge* edge, EdgeState& state, int
   candidate.measured = state.estimate.confident;
   candidate.must_run_alone = state.must_run_alone;
   candidate.ready_since_ms = state.waiting_since_ms >= 0 ? state.waiting_since_ms : now;
+  candidate.expected_ms = state.estimate.duration_ms;
   return candidate;
 }
 
@@ -311,6 +312,7 @@ void MemoryController::JobStarted(Edge* edge, JobId id, ProcessRunner* runner) {
   running.job.predicted_peak = policy_.AdmittedPeak(state.estimate.peak_bytes, IsGuess(state), budget_bytes_);
   running.job.started_ms = now;
   running.job.last_growth_ms = now;
+  if (state.estimate.duration_ms > 0) running.job.expected_end_ms = now + state.estimate.duration_ms;
   running.job.runs_alone = state.must_run_alone;
   running.job.heavy = state.estimate.peak_bytes >= policy_.config().heavy_threshold;
   parts_.meter->JobStarted(pending_meter_key_, runner->ProcessGroupOf(id));

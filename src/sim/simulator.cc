@@ -201,6 +201,7 @@ void Simulator::Admit() {
     c.measured = e.confident;
     c.must_run_alone = state_[i].alone;
     c.ready_since_ms = state_[i].ready_since;
+    c.expected_ms = e.duration_ms;
     candidates.push_back(std::move(c));
   }
   std::vector<RunningJob> views = Views();
@@ -229,6 +230,7 @@ void Simulator::Start(size_t i, bool alone) {
   run.view.family_key = e.family_key;
   run.view.predicted_peak = policy_.AdmittedPeak(e.peak_bytes, IsGuess(i), config_.budget);
   run.view.started_ms = run.view.last_growth_ms = now_;
+  if (e.duration_ms > 0) run.view.expected_end_ms = now_ + e.duration_ms;
   run.view.runs_alone = alone;
   run.view.heavy = e.peak_bytes >= policy_.config().heavy_threshold;
   running_.push_back(run);  // running_ stays oldest first.

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -325,6 +326,60 @@ TEST(AdmissionPassTest, TheHeadIsTheFirstCandidateWaitingForMemoryAndAdmittedJob
   AdmissionDecision behind = pass.Consider(Cand(4, 256 * kMiB));
   EXPECT_FALSE(behind.admit);
   EXPECT_EQ(behind.reason, "a heavier job has waited too long");
+}
+
+// Two jobs over half of budget - reserve never run together: the second waits for the first to end. Jobs behind
+// it may start only if they end before then or fit in what it will leave over; otherwise each light job started
+// late in the first one's run pushes the second one's start back by its own length.
+TEST(AdmissionPassTest, AnExclusiveHeadKeepsMemoryFromJobsThatWouldDelayItsPredictedStart) {
+  AdmissionPolicy policy({.reserve_bytes = 1 * kGiB});
+  MemoryReading reading = Reading(16 * kGiB, 7 * kGiB);
+  RunningJob first = Running(1, 9 * kGiB, 9 * kGiB);
+  first.expected_end_ms = 10'000;
+  AdmissionPass pass(policy, reading, {first}, 1'000);
+  // At 10 s the head (10 GiB) fits with 16 - 1 - 10 = 5 GiB to spare.
+  EXPECT_EQ(pass.Consider(Cand(2, 10 * kGiB)).wait, WaitKind::kMemory);
+  Candidate long_light = Cand(3, 3 * kGiB);
+  long_light.expected_ms = 20'000;
+  EXPECT_TRUE(pass.Consider(long_light).admit);  // 3 of the 5 GiB spare
+  Candidate second_long = Cand(4, 3 * kGiB, "another");
+  second_long.expected_ms = 20'000;
+  AdmissionDecision held = pass.Consider(second_long);  // fits now (7 - 3 - 3 >= 1), but not beside the head
+  EXPECT_FALSE(held.admit);
+  EXPECT_EQ(held.wait, WaitKind::kMemory);
+  EXPECT_NE(held.reason.find("would delay a job too big to share memory"), std::string::npos) << held.reason;
+  Candidate quick = Cand(5, 1 * kGiB);  // ends at 6 s, before the head can start
+  quick.expected_ms = 5'000;
+  EXPECT_TRUE(pass.Consider(quick).admit);
+  Candidate unknown = Cand(6, 1 * kGiB);  // no duration: counted against the spare (2 GiB left of it)
+  AdmissionPass roomy(policy, Reading(16 * kGiB, 7 * kGiB), {first}, 1'000);
+  roomy.Consider(Cand(2, 10 * kGiB));
+  EXPECT_TRUE(roomy.Consider(unknown).admit);
+}
+
+TEST(AdmissionPassTest, NothingIsHeldForAHeadThatIsNotExclusiveOrWaitsForAJobWithoutAPredictedEnd) {
+  AdmissionPolicy policy({.reserve_bytes = 1 * kGiB});
+  RunningJob unpredicted = Running(1, 9 * kGiB, 9 * kGiB);
+  Candidate head = Cand(2, 10 * kGiB);
+  EXPECT_FALSE(PlanHeadHold(policy, Reading(16 * kGiB, 7 * kGiB), std::vector{unpredicted}, head, 1'000));
+  RunningJob predicted = unpredicted;
+  predicted.expected_end_ms = 10'000;
+  std::optional<HeadHold> hold = PlanHeadHold(policy, Reading(16 * kGiB, 7 * kGiB), std::vector{predicted}, head, 1'000);
+  ASSERT_TRUE(hold);
+  EXPECT_EQ(hold->start_ms, 10'000);
+  EXPECT_EQ(hold->spare, 5 * kGiB);
+  // 7 GiB is not more than half of the 15 GiB usable: two such jobs could share memory, so nothing is held.
+  EXPECT_FALSE(PlanHeadHold(policy, Reading(16 * kGiB, 7 * kGiB), std::vector{predicted}, Cand(3, 7 * kGiB), 1'000));
+  // A job already past its predicted end is taken to end now.
+  hold = PlanHeadHold(policy, Reading(16 * kGiB, 7 * kGiB), std::vector{predicted}, head, 12'000);
+  ASSERT_TRUE(hold);
+  EXPECT_EQ(hold->start_ms, 12'000);
+  AdmissionPolicy off({.reserve_bytes = 1 * kGiB, .hold_for_exclusive_head = false});
+  AdmissionPass pass(off, Reading(16 * kGiB, 7 * kGiB), {predicted}, 1'000);
+  pass.Consider(head);
+  Candidate long_job = Cand(4, 5 * kGiB + 1);
+  long_job.expected_ms = 20'000;
+  EXPECT_TRUE(pass.Consider(long_job).admit);  // with the hold on it would wait: over the 5 GiB spare
 }
 
 TEST(SafetyNetTest, FreezesTheYoungestNeverTheOldestAndThawsInAgeOrder) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -23,6 +24,7 @@ struct RunningJob {
   int64_t started_ms = 0;
   int64_t last_growth_ms = 0;   // when peak_rss last grew noticeably (see MemoryTrack).
   uint64_t growth_mark = 0;     // peak_rss at last_growth_ms: growth is measured from here, not per sample.
+  int64_t expected_end_ms = -1; // started_ms + its predicted duration; -1 = unknown (no duration in history).
   bool frozen = false;
   bool runs_alone = false;      // admitted to run with nothing else (second failure, or over budget).
   bool heavy = false;           // predicted peak at or above the heavy threshold.
@@ -52,6 +54,7 @@ struct Candidate {
   bool measured = false;        // Estimate::confident: measured runs of this edge or of a well-sampled class.
   bool must_run_alone = false;  // RequeuePolicy asked for it.
   int64_t ready_since_ms = 0;   // for starvation control in PlanTick.
+  int64_t expected_ms = 0;      // predicted duration; 0 = unknown.
 };
 
 // The default --mem-reserve: max(fraction x budget, min(floor, floor cap x budget)). The floor keeps small
@@ -86,6 +89,7 @@ struct AdmissionConfig {
   double unguarded_prior_cap = 1.0;
   double guarded_prior_cap = 0.5;
   bool guarded = false;                // the build runs under a build guard (see memory/build_guard.h).
+  bool hold_for_exclusive_head = true; // keep memory for an exclusive head from jobs that would delay it (HeadHold).
 };
 
 // Why a candidate waits; PlanTick lets lighter jobs overtake a starving head only for some kinds.
@@ -155,11 +159,27 @@ class AdmissionPolicy {
   AdmissionConfig config_;
 };
 
+// Memory kept for an exclusive head (one needing more than half of budget - reserve: no two such jobs run
+// together, so they form one chain and each one's wait delays the whole chain). From the running jobs'
+// predicted ends, the head fits at `start_ms`; a later candidate may start only if it ends before then or
+// fits in `spare`, what the head leaves over at that time (EASY backfilling, for this head only).
+struct HeadHold {
+  uint64_t head_id = 0;
+  uint64_t head_need = 0;  // what admission counts for the head.
+  int64_t start_ms = 0;
+  uint64_t spare = 0;
+};
+
+// When an exclusive head that waits for memory can start, if the running jobs end as predicted: nullopt when
+// it is not exclusive or some job it waits for has no predicted end (then nothing is held for it).
+std::optional<HeadHold> PlanHeadHold(const AdmissionPolicy& policy, const MemoryReading& reading,
+                                     std::span<const RunningJob> running, const Candidate& head, int64_t now_ms);
+
 // One walk over the ready candidates in priority order, admitting as it goes; PlanTick and MemoryController
 // both decide through it. The first candidate that waits for memory is the head: later candidates may
 // overtake it until it has waited starvation_ms; after that nothing may, so memory that frees up is its.
-// (Reserving memory for the head from its predicted start time, EASY backfilling, was tried and measured no
-// better: docs/scheduling.md.)
+// An exclusive head also keeps memory from later candidates that would delay its predicted start (HeadHold).
+// (Doing that for every head was measured worse in session 3: docs/scheduling.md.)
 class AdmissionPass {
  public:
   AdmissionPass(const AdmissionPolicy& policy, const MemoryReading& reading, std::vector<RunningJob> running,
@@ -175,6 +195,8 @@ class AdmissionPass {
  private:
   void NoteHead(const Candidate& head, const AdmissionDecision& decision);
   void AddRunning(const Candidate& candidate, bool over_budget);
+  // Whether an admissible candidate would delay the held head; takes its share of the spare if it may start.
+  std::optional<AdmissionDecision> HoldFor(const Candidate& candidate);
 
   const AdmissionPolicy& policy_;
   const MemoryReading& reading_;
@@ -185,6 +207,7 @@ class AdmissionPass {
   bool stopped_ = false;
   AdmissionDecision stop_decision_;
   std::string head_reason_;
+  std::optional<HeadHold> hold_;
 };
 
 }  // namespace headroom
