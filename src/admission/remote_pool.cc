@@ -1,13 +1,16 @@
-// The remote pool's depth from distcc's host list, the slot ledger, and the local job cap.
+// The remote pool's depth from distcc's host list or sccache-dist's scheduler, the slot ledger, and the local job cap.
 #include "headroom/admission/remote_pool.h"
 
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <vector>
+
+#include "headroom/estimator/exec_mode.h"
 
 namespace headroom {
 namespace {
@@ -106,9 +109,39 @@ std::optional<size_t> RemoteDepthFromEnvironment() {
     text << in.rdbuf();
     return text.str();
   };
-  std::optional<std::string> text = DistccHostsText(env, read_file);
-  if (!text) return std::nullopt;
-  return ParseDistccHosts(*text).remote_slots;
+  if (std::optional<std::string> text = DistccHostsText(env, read_file)) {
+    if (auto slots = ParseDistccHosts(*text).remote_slots) return slots;
+  }
+  if (LauncherSettingsFromEnvironment().sccache_dist) return SccacheDistDepth();
+  return std::nullopt;
+}
+
+std::optional<size_t> ParseSccacheDistStatus(std::string_view status) {
+  // {"SchedulerStatus":["http://host:port/",{"num_servers":1,"num_cpus":2,"in_progress":0}]}; any other answer
+  // ("NotConnected", "Disabled") says nothing about the farm's size.
+  size_t scheduler = status.find("\"SchedulerStatus\"");
+  if (scheduler == std::string_view::npos) return std::nullopt;
+  constexpr std::string_view kCpus = "\"num_cpus\"";
+  size_t key = status.find(kCpus, scheduler);
+  if (key == std::string_view::npos) return std::nullopt;
+  size_t at = status.find_first_not_of(" \t\r\n:", key + kCpus.size());
+  if (at == std::string_view::npos) return std::nullopt;
+  size_t end = status.find_first_not_of("0123456789", at);
+  std::optional<size_t> cpus = ParseCount(status.substr(at, end == std::string_view::npos ? end : end - at));
+  if (!cpus || *cpus == 0) return std::nullopt;
+  return cpus;
+}
+
+std::optional<size_t> SccacheDistDepth() {
+  // The sccache client asks its local server, which asks the scheduler (both time out on their own; `timeout`
+  // bounds a wedged server). It starts that server when none runs, as the build's first compile would.
+  FILE* pipe = popen("timeout 10 sccache --dist-status 2>/dev/null </dev/null", "r");
+  if (!pipe) return std::nullopt;
+  std::string output;
+  char buffer[512];
+  while (size_t got = fread(buffer, 1, sizeof(buffer), pipe)) output.append(buffer, got);
+  pclose(pipe);
+  return ParseSccacheDistStatus(output);
 }
 
 size_t LocalJobCap(size_t parallelism, size_t remote_depth, size_t cores) {

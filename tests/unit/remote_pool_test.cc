@@ -77,5 +77,21 @@ TEST(RemotePoolTest, LocalJobCap) {
   EXPECT_EQ(8u, LocalJobCap(8, 64, 16));     // never above -j
 }
 
+TEST(RemotePoolTest, SccacheDistStatusGivesTheFarmsCpus) {
+  // What `sccache --dist-status` (0.16) prints with a scheduler and one build server, and without them.
+  EXPECT_EQ(std::optional<size_t>(2), ParseSccacheDistStatus(
+      R"({"SchedulerStatus":["http://127.0.0.1:10600/",{"num_servers":1,"num_cpus":2,"in_progress":0}]})"
+      "\n"));
+  EXPECT_EQ(std::optional<size_t>(96), ParseSccacheDistStatus(
+      R"({"SchedulerStatus": ["http://s:10600/", {"num_servers": 3, "num_cpus": 96, "in_progress": 5}]})"));
+  EXPECT_EQ(std::nullopt, ParseSccacheDistStatus(
+      R"({"NotConnected":["http://127.0.0.1:10600/","could not communicate with scheduler"]})"));
+  EXPECT_EQ(std::nullopt, ParseSccacheDistStatus(R"("Disabled")"));
+  EXPECT_EQ(std::nullopt, ParseSccacheDistStatus(""));
+  // A scheduler with no server yet says nothing about the farm's size.
+  EXPECT_EQ(std::nullopt, ParseSccacheDistStatus(
+      R"({"SchedulerStatus":["http://s/",{"num_servers":0,"num_cpus":0,"in_progress":0}]})"));
+}
+
 }  // namespace
 }  // namespace headroom

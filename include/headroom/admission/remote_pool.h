@@ -31,8 +31,16 @@ std::optional<std::string> DistccHostsText(const std::function<const char*(const
                                            const std::function<std::optional<std::string>(const std::string&)>& read_file);
 
 // The farm's depth as the launchers' configuration states it, in this process's environment: distcc's host
-// list today (sccache-dist's scheduler status is not read yet). nullopt when nothing says.
+// list, else, when sccache's config names a dist scheduler, the CPUs the scheduler reports (SccacheDistDepth).
+// nullopt when nothing says.
 std::optional<size_t> RemoteDepthFromEnvironment();
+
+// The farm's CPUs in the output of `sccache --dist-status` (its SchedulerStatus's num_cpus); nullopt when the
+// scheduler is not connected or the text says nothing.
+std::optional<size_t> ParseSccacheDistStatus(std::string_view status);
+
+// Runs `sccache --dist-status` (about 0.1 s; it starts the sccache server if none runs) and parses it.
+std::optional<size_t> SccacheDistDepth();
 
 // How many local jobs may run at once. `-j` (parallelism) stays the bound on all jobs together; without a remote
 // pool it is also the local bound, as in ninja. With one, -j is usually raised to the farm's size, so local jobs
