@@ -147,20 +147,22 @@ void MemoryController::Predict(const Edge* edge, EdgeState& state) {
   std::string hint;
   const Estimate estimate =
       parts_.estimator->Predict(DescriptionOf(edge, state, &hint), ProfileOf(state), EstimateDetail::kFiguresOnly);
-  state.estimate.peak_bytes = std::max(estimate.peak_bytes, state.requeue_floor);
+  const uint64_t requeue_floor = RequeueFloor(edge);
+  state.estimate.peak_bytes = std::max(estimate.peak_bytes, requeue_floor);
   state.estimate.duration_ms = estimate.duration_ms;
   state.estimate.source = estimate.source;
   state.estimate.unknown_heavy = estimate.unknown_heavy;
   state.estimate.confident = estimate.confident;
-  state.estimate_generation = parts_.estimator->generation();
+  state.estimate_generation = static_cast<uint32_t>(parts_.estimator->generation());
   // Only a duration taken from the class (the edge's runs gave none) or a requeue can still move it.
   state.settled = estimate.source == EstimateSource::kEdgeHistory && estimate.duration_ms > 0 &&
-                  state.requeue_floor == 0 && state.memory_failures == 0;
+                  !requeues_.count(edge);
 }
 
 void MemoryController::RefreshIfStale(const Edge* edge, EdgeState& state) {
   // Every finished job bumps the generation; the walk over waiting edges then re-predicts each once.
-  if (!state.settled && state.estimate_generation != parts_.estimator->generation()) Predict(edge, state);
+  if (!state.settled && state.estimate_generation != static_cast<uint32_t>(parts_.estimator->generation()))
+    Predict(edge, state);
 }
 
 EdgeWeight MemoryController::EdgeCost(const Edge* edge) {
@@ -202,8 +204,14 @@ std::vector<RunningJob> MemoryController::RunningJobs() const {
 }
 
 // Only a prior is a guess: measured figures, hints and an OOM requeue's raised floor are evidence.
-bool MemoryController::IsGuess(const EdgeState& state) {
-  return state.estimate.source == EstimateSource::kPrior && state.requeue_floor == 0;
+uint64_t MemoryController::RequeueFloor(const Edge* edge) const {
+  if (requeues_.empty()) return 0;  // most builds: no lookup
+  auto it = requeues_.find(edge);
+  return it == requeues_.end() ? 0 : it->second.floor;
+}
+
+bool MemoryController::IsGuess(const Edge* edge, const EdgeState& state) const {
+  return state.estimate.source == EstimateSource::kPrior && RequeueFloor(edge) == 0;
 }
 
 Candidate MemoryController::CandidateFor(const Edge* edge, EdgeState& state, int64_t now) const {
@@ -213,7 +221,7 @@ Candidate MemoryController::CandidateFor(const Edge* edge, EdgeState& state, int
   candidate.family_key = state.family_key;
   candidate.predicted_peak = state.estimate.peak_bytes;
   candidate.unknown_heavy = state.estimate.unknown_heavy;
-  candidate.from_prior = IsGuess(state);
+  candidate.from_prior = IsGuess(edge, state);
   candidate.measured = state.estimate.confident;
   candidate.must_run_alone = state.must_run_alone;
   candidate.ready_since_ms = state.waiting_since_ms >= 0 ? state.waiting_since_ms : now;
@@ -228,6 +236,7 @@ void MemoryController::BeginPass() {
   // that ends holding real memory makes the next pass read afresh.
   const int64_t now = parts_.clock->NowMs();
   pass_.emplace(policy_, RecentReading(now), RunningJobs(), now);
+  pass_waits_ = 0;
 }
 
 const MemoryReading& MemoryController::RecentReading(int64_t now) {
@@ -240,6 +249,11 @@ const MemoryReading& MemoryController::RecentReading(int64_t now) {
 
 bool MemoryController::MayStart(Edge* edge, size_t running) {
   EnsureGuard();
+  // Once nothing more can start (alone, frozen, pressure, a starved head) or kWaitingWindow candidates were
+  // refused, the rest of the ready queue is not looked at: describing each edge there would keep a state for
+  // it until it runs (a cold build of 10k ready jobs held 10k of them) and cost a walk over all of them per
+  // start. The queue is in priority order, so what is left out is what would have come last anyway.
+  if (pass_ && (pass_->stopped() || pass_waits_ >= kWaitingWindow)) return false;
   const int64_t now = parts_.clock->NowMs();
   EdgeState& state = StateFor(edge);
   RefreshIfStale(edge, state);
@@ -251,6 +265,7 @@ bool MemoryController::MayStart(Edge* edge, size_t running) {
     return true;
   }
   NoteWait(edge, state, decision, now);
+  ++pass_waits_;
   return false;
 }
 
@@ -271,7 +286,7 @@ void MemoryController::NoteAdmitted(const Edge* edge, EdgeState& state, const Ad
                                     int64_t now) {
   state.last_wait_ms = 0;
   if (state.waiting_since_ms >= 0) {
-    state.last_wait_ms = now - state.waiting_since_ms;
+    state.last_wait_ms = static_cast<int32_t>(std::min<int64_t>(now - state.waiting_since_ms, INT32_MAX));
     decisions_.wait_ms_total += now - state.waiting_since_ms;
     state.waiting_since_ms = -1;
     --waiting_now_;
@@ -309,7 +324,7 @@ void MemoryController::JobStarted(Edge* edge, JobId id, ProcessRunner* runner) {
   running.job.class_key = state.class_key;
   running.job.family_key = state.family_key;
   // A guess is counted as admission counted it (capped to what the budget allows); evidence raises it.
-  running.job.predicted_peak = policy_.AdmittedPeak(state.estimate.peak_bytes, IsGuess(state), budget_bytes_);
+  running.job.predicted_peak = policy_.AdmittedPeak(state.estimate.peak_bytes, IsGuess(edge, state), budget_bytes_);
   running.job.started_ms = now;
   running.job.last_growth_ms = now;
   if (state.estimate.duration_ms > 0) running.job.expected_end_ms = now + state.estimate.duration_ms;
@@ -427,6 +442,7 @@ bool MemoryController::JobFinished(Edge* edge, JobExit* exit) {
 
   if (record.outcome == JobOutcome::kCompleted) {
     edges_.erase(edge);  // done with: what it taught lives in the history now.
+    requeues_.erase(edge);
     return false;
   }
   return HandleMemoryFailure(edge, state, result, running.safety_killed, exit);
@@ -439,11 +455,12 @@ bool MemoryController::HandleMemoryFailure(Edge* edge, EdgeState& state, const J
     ++decisions_.oom_kills;
     RecordMarker("oom", OutputOf(edge), "the kernel's OOM killer ended it (" + result.oom.explanation + ")", now);
   }
-  ++state.memory_failures;
+  Requeue& requeue = requeues_[edge];
+  ++requeue.memory_failures;
   state.settled = false;  // its kill is in the history now: the next look re-predicts
   const uint64_t peak = result.peak_bytes;
   RequeueDecision decision =
-      DecideRequeue(state.memory_failures, peak, state.estimate.peak_bytes, budget_bytes_, !safety_killed);
+      DecideRequeue(requeue.memory_failures, peak, state.estimate.peak_bytes, budget_bytes_, !safety_killed);
   if (decision.kind == RequeueDecision::Kind::kGiveUp) {
     std::string reason = safety_killed ? "headroom stopped it to keep the machine alive"
                                        : "the kernel's OOM killer ended it (" + result.oom.explanation + ")";
@@ -455,7 +472,7 @@ bool MemoryController::HandleMemoryFailure(Edge* edge, EdgeState& state, const J
   ++decisions_.requeues;
   RecordMarker("requeue", OutputOf(edge), decision.message, now);
   state.estimate.peak_bytes = std::max(state.estimate.peak_bytes, decision.new_estimate);
-  state.requeue_floor = state.estimate.peak_bytes;  // sticky: re-predictions never go below it.
+  requeue.floor = state.estimate.peak_bytes;  // sticky: re-predictions never go below it.
   state.must_run_alone = decision.kind == RequeueDecision::Kind::kRetryAlone;
   parts_.status->Warning(decision.message);
   return true;

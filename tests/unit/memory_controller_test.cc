@@ -66,9 +66,13 @@ class MeasuringRunner : public FakeProcessRunner {
 
 class QuietStatus : public testing::NullStatus {
  public:
-  void UpdateMemory(const MemoryStatus& memory) override { last_memory = memory; }
+  void UpdateMemory(const MemoryStatus& memory) override {
+    last_memory = memory;
+    most_waiting = std::max(most_waiting, memory.jobs_waiting_for_memory);
+  }
   void Warning(const std::string& message) override { warnings.push_back(message); }
   MemoryStatus last_memory;
+  int most_waiting = 0;
   std::vector<std::string> warnings;
 };
 
@@ -144,6 +148,17 @@ TEST_F(MemoryControllerTest, HoldsTheBudgetWhereParallelismWouldNot) {
   EXPECT_EQ(8 * kGiBytes, budget_);
   EXPECT_EQ(5u, runner_.max_running);
   EXPECT_EQ(6u, runner_.commands_run.size());
+}
+
+// A walk over the ready queue stops after MemoryController::kWaitingWindow refusals: edges beyond it are not
+// described, so a cold build with thousands of ready jobs keeps no state for each of them.
+TEST_F(MemoryControllerTest, AWalkLooksAtNoMoreThanAWindowOfWaitingEdges) {
+  SetUpMachine(8 * kGiBytes);
+  Build(400, "1536M", 400);  // five fit at once
+  EXPECT_EQ(5u, runner_.max_running);
+  EXPECT_EQ(400u, runner_.commands_run.size());
+  EXPECT_GT(status_.most_waiting, 0);
+  EXPECT_LE(status_.most_waiting, 256);
 }
 
 TEST_F(MemoryControllerTest, MemBudgetFlagBinds) {

@@ -69,6 +69,7 @@ class MemoryController : public JobController {
   // can hold one for every ready edge while memory is short, so it keeps no strings: keys are the estimator's
   // interned views, the output and rule are read from the graph, the command is parsed once into `profile`
   // and re-evaluated only for a timeline, and the estimate's `why` (nothing here prints it) is never made.
+  // The rare OOM requeue figures live in requeues_. 104 bytes (120 with its hash node, a 128-byte allocation).
   struct EdgeState {
     // The estimate's figures; its class and family keys are profile's.
     struct Figures {
@@ -83,19 +84,22 @@ class MemoryController : public JobController {
     std::string_view class_key, family_key;  // interned by the estimator
     uint64_t prior_peak_bytes = 0;
     uint64_t store_key = 0;
-    uint64_t estimate_generation = 0;  // Estimator::generation() the estimate was made at
-    uint64_t requeue_floor = 0;        // raised estimate of an OOM requeue: newer class figures never lower it
     uint64_t command_hash = 0;         // as the build log hashes the command
     int64_t waiting_since_ms = -1;     // when it started waiting for memory; -1 when not waiting
-    int64_t last_wait_ms = 0;          // how long it waited before its latest admission
+    uint32_t estimate_generation = 0;  // Estimator::generation() the estimate was made at (low 32 bits)
+    int32_t last_wait_ms = 0;          // how long it waited before its latest admission (capped at ~24 days)
     ToolFamily prior_family = ToolFamily::kUnknown;
-    int memory_failures = 0;
     bool has_hint = false;             // $headroom_mem is set (read from the edge when predicting)
     bool must_run_alone = false;
     bool explained_wait = false;
     // The estimate comes from the edge's own runs, which change only when it runs: later finished jobs
     // cannot change it, so a waiting edge is not re-predicted after each of them.
     bool settled = false;
+  };
+  // What an edge's OOM kills left (HandleMemoryFailure), for the few edges that had one.
+  struct Requeue {
+    uint64_t floor = 0;  // raised estimate of an OOM requeue: newer class figures never lower it
+    int memory_failures = 0;
   };
   struct Running {
     Edge* edge = nullptr;
@@ -122,7 +126,8 @@ class MemoryController : public JobController {
   MemoryReading Read();
   // The pass's reading when it is at most kReadingReuseMs old, else a fresh one (admission and slot offers).
   const MemoryReading& RecentReading(int64_t now);
-  static bool IsGuess(const EdgeState& state);
+  uint64_t RequeueFloor(const Edge* edge) const;
+  bool IsGuess(const Edge* edge, const EdgeState& state) const;
   Candidate CandidateFor(const Edge* edge, EdgeState& state, int64_t now) const;
   void NoteWait(const Edge* edge, EdgeState& state, const AdmissionDecision& decision, int64_t now);
   void NoteAdmitted(const Edge* edge, EdgeState& state, const AdmissionDecision& decision, int64_t now);
@@ -149,6 +154,7 @@ class MemoryController : public JobController {
   SafetyNet safety_;
   uint64_t budget_bytes_ = 0;
   std::unordered_map<const Edge*, EdgeState> edges_;
+  std::unordered_map<const Edge*, Requeue> requeues_;  // dropped with the edge's state when it completes
   std::map<JobId, Running> running_;  // by runner id; iteration order = start order (ids increase)
   int next_meter_key_ = 1;
   int pending_meter_key_ = 0;
@@ -157,6 +163,9 @@ class MemoryController : public JobController {
   static constexpr int64_t kReadingReuseMs = 20;
   static constexpr uint64_t kFreshReadingAfterBytes = 32ull << 20;  // a job this large ending frees memory
   std::optional<AdmissionPass> pass_;  // the current walk over ready edges (reads pass_reading_)
+  int pass_waits_ = 0;                 // candidates the current walk refused
+  // A walk looks at no more than this many refused candidates (see MayStart); -t plan models the same window.
+  static constexpr int kWaitingWindow = 256;
   int waiting_now_ = 0;
   int64_t last_tick_ms_ = -1;  // when Tick last sampled
   MemoryDecisions decisions_;
