@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <climits>
 
 #include "headroom/admission/priority.h"
 #include "headroom/util/byte_size.h"
@@ -147,8 +148,7 @@ void MemoryController::Predict(const Edge* edge, EdgeState& state) {
   std::string hint;
   const Estimate estimate =
       parts_.estimator->Predict(DescriptionOf(edge, state, &hint), ProfileOf(state), EstimateDetail::kFiguresOnly);
-  const uint64_t requeue_floor = RequeueFloor(edge);
-  state.estimate.peak_bytes = std::max(estimate.peak_bytes, requeue_floor);
+  state.estimate.peak_bytes = std::max(estimate.peak_bytes, RequeueFloor(edge));
   state.estimate.duration_ms = estimate.duration_ms;
   state.estimate.source = estimate.source;
   state.estimate.unknown_heavy = estimate.unknown_heavy;

@@ -18,7 +18,7 @@ uint64_t MemoryController::LeastWaitingNeed(uint64_t budget) const {
   bool any = false;
   for (const auto& [waiting_edge, state] : edges_) {
     if (state.waiting_since_ms < 0) continue;
-    const uint64_t need = policy_.AdmittedPeak(state.estimate.peak_bytes, IsGuess(state), budget);
+    const uint64_t need = policy_.AdmittedPeak(state.estimate.peak_bytes, IsGuess(waiting_edge, state), budget);
     least = any ? std::min(least, need) : need;
     any = true;
   }
