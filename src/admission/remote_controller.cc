@@ -30,8 +30,8 @@ const ExecClass& RemoteController::ClassOf(const Edge* edge) {
   return classes_.emplace(edge, std::move(exec)).first->second;
 }
 
-bool RemoteController::StartsRemote(const ExecClass& exec) const {
-  if (exec.mode != ExecMode::kRemote) return false;
+bool RemoteController::StartsRemote(const Edge* edge, const ExecClass& exec) const {
+  if (exec.mode != ExecMode::kRemote || retry_here_.count(edge)) return false;
   // While the farm is suspect, one remote job at a time probes whether it is back.
   return !farm_suspect_ || remote_.pool().in_use() == 0;
 }
@@ -43,7 +43,7 @@ uint64_t RemoteController::Residual(const std::string& engine) const {
 
 bool RemoteController::MayStart(Edge* edge, size_t running) {
   const ExecClass& exec = ClassOf(edge);
-  if (StartsRemote(exec)) {
+  if (StartsRemote(edge, exec)) {
     if (!remote_.MayStartRemote()) return false;
   } else if (saw_remote_eligible_ && local_running_ >= config_.local_cap) {
     return false;
@@ -53,14 +53,26 @@ bool RemoteController::MayStart(Edge* edge, size_t running) {
 
 void RemoteController::JobStarted(Edge* edge, JobId id, ProcessRunner* runner) {
   const ExecClass& exec = ClassOf(edge);
-  if (StartsRemote(exec) && remote_.StartedRemote(static_cast<uint64_t>(id), Residual(exec.engine))) {
+  if (StartsRemote(edge, exec) && remote_.StartedRemote(static_cast<uint64_t>(id), Residual(exec.engine))) {
     remote_jobs_[id] = RemoteJob{exec.engine, edge->outputs.empty() ? std::string() : edge->outputs[0]->path};
+  } else if (retry_here_.count(edge)) {
+    local_jobs_[id] = true;  // counted once already, as a fallback
+    ++local_running_;
   } else {
     remote_.StartedLocal();
     local_jobs_[id] = false;
     ++local_running_;
   }
   inner_->JobStarted(edge, id, runner);
+}
+
+JobStartOptions RemoteController::PrepareJob(Edge* edge) {
+  JobStartOptions options = inner_->PrepareJob(edge);
+  auto retry = retry_here_.find(edge);
+  if (retry != retry_here_.end()) {
+    for (const auto& [name, value] : LocalRetryEnvironment(retry->second)) options.environment.push_back(name + "=" + value);
+  }
+  return options;
 }
 
 void RemoteController::Tick(ProcessRunner* runner) {
@@ -91,15 +103,30 @@ void RemoteController::NoteFallback(const RemoteJob& job, const std::string& why
                    "now count as local until one completes remotely");
 }
 
+bool RemoteController::RetriesLocally(const Edge* edge, const std::string& engine, const JobExit& exit) {
+  if (config_.strict_remote || !exit.exited_normally || !IsInfrastructureExit(engine, exit.exit_code)) return false;
+  if (LocalRetryEnvironment(engine).empty()) return false;  // no way to make it compile here
+  retry_here_[edge] = engine;
+  return true;
+}
+
 bool RemoteController::JobFinished(Edge* edge, JobExit* exit) {
   JobId id = exit->id;
+  // Any remote-eligible job may meet the farm's failure, also one counted local while the farm was suspect.
+  const ExecClass& exec = ClassOf(edge);
+  bool retry = exec.mode == ExecMode::kRemote && !retry_here_.count(edge) && RetriesLocally(edge, exec.engine, *exit);
   auto remote = remote_jobs_.find(id);
   if (remote != remote_jobs_.end()) {
     const RemoteJob& job = remote->second;
     bool seen_already = local_jobs_.count(id) != 0;
     uint64_t peak = std::max<uint64_t>(sizes_.peak ? sizes_.peak(id) : 0, static_cast<uint64_t>(exit->max_rss_kb) * 1024);
     bool said_local = LauncherReportedLocalRun(job.engine, exit->output);
-    if (remote_.Finished(static_cast<uint64_t>(id), peak, said_local) == ExecMode::kRemote) {
+    if (retry) {
+      // Its launcher gave up on the farm (DISTCC_FALLBACK=0, or every host failed): the source is fine, so the
+      // job runs again here under the local cap and memory admission, and counts as a fallback.
+      remote_.Finished(static_cast<uint64_t>(id), peak, /*launcher_said_local=*/true);
+      NoteFallback(job, job.engine + " exit " + std::to_string(exit->exit_code) + " (a farm failure); retried here");
+    } else if (remote_.Finished(static_cast<uint64_t>(id), peak, said_local) == ExecMode::kRemote) {
       farm_suspect_ = false;  // the farm took a job: it is back
       uint64_t& learned = residuals_[job.engine];
       learned = std::max(learned, peak);
@@ -107,9 +134,15 @@ bool RemoteController::JobFinished(Edge* edge, JobExit* exit) {
       NoteFallback(job, said_local ? std::string("its output says so") : FormatBytes(peak) + " at its peak");
     }
     remote_jobs_.erase(remote);
+  } else if (retry) {
+    NoteFallback(RemoteJob{exec.engine, edge->outputs.empty() ? std::string() : edge->outputs[0]->path},
+                 exec.engine + " exit " + std::to_string(exit->exit_code) + " (a farm failure); retried here");
   }
   if (local_jobs_.erase(id)) --local_running_;
-  return inner_->JobFinished(edge, exit);
+  bool requeued_by_memory = inner_->JobFinished(edge, exit);
+  // A retried job ran here; it is not retried again (an out-of-memory requeue runs it here once more).
+  if (!retry && !requeued_by_memory) retry_here_.erase(edge);
+  return requeued_by_memory || retry;
 }
 
 }  // namespace headroom

@@ -81,6 +81,7 @@ JobController* NinjaMain::EnsureRemoteController(MemoryController* memory) {
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   remote.local_cap = LocalJobCap(static_cast<size_t>(config_.parallelism), depth, cores > 0 ? cores : 1);
   remote.launchers = LauncherSettingsFromEnvironment();
+  remote.strict_remote = config_.memory.strict_remote;
   JobMeter* meter = memory_.meter;
   JobSizes sizes{[meter](JobId id) { return meter->CurrentBytes(id); }, [meter](JobId id) { return meter->PeakSoFar(id); }};
   remote_controller_ = std::make_unique<RemoteController>(memory, sizes, status_, remote);

@@ -36,6 +36,7 @@ enum LongOption {
   kOptNoStore,
   kOptJobserver,
   kOptRemoteJobs,
+  kOptStrictRemote,
   kOptHeadroomVersion,
 };
 
@@ -53,6 +54,7 @@ const option kLongOptions[] = {
     {"no-store", no_argument, nullptr, kOptNoStore},
     {"jobserver", optional_argument, nullptr, kOptJobserver},
     {"remote-jobs", required_argument, nullptr, kOptRemoteJobs},
+    {"strict-remote", no_argument, nullptr, kOptStrictRemote},
     {"headroom-version", no_argument, nullptr, kOptHeadroomVersion},
     {nullptr, 0, nullptr, 0},
 };
@@ -246,7 +248,10 @@ void PrintUsage(const BuildConfig& config) {
           "                         make, ninja, cargo), slots weighted by memory; `pipe` for\n"
           "                         GNU make 4.3 and older [default: off; fifo when given]\n"
           "  --remote-jobs=N        slots of the compile farm behind distcc/icecc/sccache-dist\n"
-          "                         launchers [default: distcc's host list, if any]\n"
+          "                         launchers [default: distcc's host list, else sccache-dist's\n"
+          "                         scheduler, if any]\n"
+          "  --strict-remote        a launcher's farm failure (distcc's network exit codes) fails\n"
+          "                         the job instead of retrying it locally [default: retry]\n"
           "  --headroom-version     print headroom's own version (--version prints ninja's)\n",
           kNinjaVersion, config.parallelism, DescribeDefaultReserve().c_str());
 }
@@ -330,6 +335,9 @@ std::optional<int> ReadFlags(int argc, char** argv, Options* options, BuildConfi
         break;
       case kOptRemoteJobs:
         if (!ApplyRemoteJobs(optarg, config)) return 1;
+        break;
+      case kOptStrictRemote:
+        config->memory.strict_remote = true;
         break;
       case kOptTrace:
         options->trace_path = optarg;

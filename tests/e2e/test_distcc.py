@@ -213,3 +213,107 @@ def test_farm_down_fallbacks_are_memory_admitted_where_ninja_is_oom_killed(tmp_p
     assert len(markers) == int(fell_back.group(1)), markers
     print("farm down, -j12 in a 1.5 GiB box: ninja 1.13.2 %d OOM kills, headroom 0; %s"
           % (ninja_kills, fell_back.group(0)))
+
+
+def build_stopping_the_farm_after_first_compile(box: MemoryBox, argv: list[str], project: Path, daemon: Distccd,
+                                                env: dict) -> tuple[subprocess.CompletedProcess, int]:
+    """Runs argv in the box and stops the daemon once it has compiled its first source (the farm goes away
+    mid-build). Returns the result and how many sources the daemon had compiled by then."""
+    process = box.popen(argv, cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while not daemon.compiled() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)  # polling the daemon's log for its first completion, not synchronising the code under test
+    remote_before_stop = len(daemon.compiled())
+    daemon.stop()
+    try:
+        stdout, stderr = process.communicate(timeout=600)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    return subprocess.CompletedProcess(argv, process.returncode, stdout, stderr), remote_before_stop
+
+
+def test_farm_stopped_mid_build_fallbacks_are_memory_admitted_where_ninja_is_oom_killed(tmp_path, farm, box_factory):
+    """-j32 over a 4-slot farm whose daemon is stopped after its first compile: distcc falls back to local compiles
+    (--localslots=32, a many-core client), which ninja starts all at once and headroom admits by memory."""
+    ninja_daemon = farm(jobs=4)
+    ninja_dir = tmp_path / "ninja"
+    write_project(ninja_dir)
+    ninja_box = box_factory(BOX_BYTES)
+    ninja, ninja_remote = build_stopping_the_farm_after_first_compile(
+        ninja_box, [harness.reference_binary(), "-j32"], ninja_dir, ninja_daemon,
+        distcc_env("--localslots=32 127.0.0.1:%d/4" % ninja_daemon.port, tmp_path / "distcc-ninja"))
+    ninja_kills = ninja_box.oom_kills()
+    assert ninja_remote >= 1
+    assert ninja_kills > 0, "ninja -j32 was expected to be OOM-killed in the box:\n" + ninja.stdout
+    assert ninja.returncode != 0
+
+    our_daemon = farm(jobs=4)
+    ours_dir = tmp_path / "headroom"
+    write_project(ours_dir)
+    our_box = box_factory(BOX_BYTES)
+    our_box.require_complete_kill_count()
+    ours, our_remote = build_stopping_the_farm_after_first_compile(
+        our_box, [harness.headroom_binary(), "-j32", "--trace=trace.json"], ours_dir, our_daemon,
+        distcc_env("--localslots=32 127.0.0.1:%d/4" % our_daemon.port, tmp_path / "distcc-ours"))
+    assert ours.returncode == 0, ours.stdout + ours.stderr
+    assert our_box.oom_kills() == 0, "headroom had kernel OOM kills where ninja had %d" % ninja_kills
+    assert (ours_dir / "app").exists()
+    assert our_remote >= 1
+    assert "job ran on this machine instead of the farm (its launcher fell back)" in ours.stderr, ours.stderr
+    summary = re.search(r"remote: (\d+) jobs? ran on the farm .*?, (\d+) fell back to a local compile, (\d+) local",
+                        ours.stdout)
+    assert summary and int(summary.group(1)) >= 1 and int(summary.group(2)) >= 1, ours.stdout
+    print("farm stopped mid-build, -j32 in a 1.5 GiB box: ninja 1.13.2 %d OOM kills, headroom 0; %s"
+          % (ninja_kills, summary.group(0)))
+
+
+def write_light_project(directory: Path, count: int):
+    """`count` tiny C++ sources through distcc, linked locally: fast, for what does not need memory pressure."""
+    directory.mkdir(parents=True, exist_ok=True)
+    lines = ["rule cxx", "  command = distcc g++ -O0 -c $in -o $out", "rule link", "  command = g++ $in -o $out"]
+    for i in range(count):
+        (directory / ("s%d.cc" % i)).write_text("int f%d() { return %d; }\n" % (i, i))
+        lines.append("build s%d.o: cxx s%d.cc" % (i, i))
+    (directory / "main.cc").write_text("int main() { return 0; }\n")
+    lines.append("build main.o: cxx main.cc")
+    lines.append("build app: link main.o " + " ".join("s%d.o" % i for i in range(count)))
+    (directory / "build.ninja").write_text("\n".join(lines) + "\n")
+
+
+def test_farm_failure_exits_are_retried_locally_unless_strict_remote(tmp_path, farm):
+    """With DISTCC_FALLBACK=0 distcc does not compile locally when the farm is gone: it exits with its code for a
+    network failure (distcc(1) EXIT CODES). headroom retries such a job once on this machine (DISTCC_HOSTS=localhost)
+    and says so; ninja 1.13.2 fails the build, and so does headroom --strict-remote."""
+    daemon = farm(jobs=2)
+    port = daemon.port
+    daemon.stop()
+    env = distcc_env("127.0.0.1:%d/2" % port, tmp_path / "distcc")  # fewer farm slots than compiles
+    env["DISTCC_FALLBACK"] = "0"
+
+    ninja_dir = tmp_path / "ninja"
+    write_light_project(ninja_dir, 6)
+    ninja = subprocess.run([harness.reference_binary(), "-j8"], cwd=ninja_dir, env=env, capture_output=True,
+                           text=True, timeout=120)
+    assert ninja.returncode != 0, ninja.stdout
+
+    ours_dir = tmp_path / "headroom"
+    write_light_project(ours_dir, 6)
+    ours = subprocess.run([harness.headroom_binary(), "-j8", "--trace=trace.json"], cwd=ours_dir, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert ours.returncode == 0, ours.stdout + ours.stderr
+    assert (ours_dir / "app").exists()
+    assert "instead of the farm" in ours.stderr, ours.stderr
+    details = [e["args"]["detail"] for e in json.loads((ours_dir / "trace.json").read_text())["traceEvents"]
+               if e.get("ph") == "i" and e["args"].get("kind") == "remote-fallback"]
+    assert details and all("(a farm failure); retried here" in d for d in details), details
+    # Once the farm is suspect, the other compiles start as local jobs; each that still tried the farm was retried.
+    assert re.search(r"remote: 0 jobs ran on the farm .*?, [1-9]\d* fell back to a local compile", ours.stdout), \
+        ours.stdout
+
+    strict_dir = tmp_path / "strict"
+    write_light_project(strict_dir, 6)
+    strict = subprocess.run([harness.headroom_binary(), "-j8", "--strict-remote"], cwd=strict_dir, env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert strict.returncode != 0, strict.stdout
+    assert "FAILED: " in strict.stdout, strict.stdout

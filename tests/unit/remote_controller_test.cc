@@ -1,6 +1,6 @@
 // RemoteController: the remote pool bounds remote-eligible jobs, the local cap bounds the rest, a remote job that
-// grows past its residual is seen falling back (farm suspect until a job completes remote), memory stays the
-// inner controller's.
+// grows past its residual is seen falling back (farm suspect until a job completes remote), a launcher's farm
+// failure is retried here once (not with --strict-remote), memory stays the inner controller's.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -44,8 +44,9 @@ class RemoteControllerTest : public ::testing::Test {
     ASSERT_TRUE(parser.ParseTest(manifest, &err)) << err;
   }
   Edge* EdgeOf(const std::string& output) { return state_.LookupNode(output)->in_edge; }
-  std::unique_ptr<RemoteController> Make(size_t depth, size_t local_cap) {
+  std::unique_ptr<RemoteController> Make(size_t depth, size_t local_cap, bool strict_remote = false) {
     RemoteConfig config;
+    config.strict_remote = strict_remote;
     config.pool_depth = depth;
     config.local_cap = local_cap;
     config.default_residual_bytes = 64 * kMiB;
@@ -59,12 +60,14 @@ class RemoteControllerTest : public ::testing::Test {
     controller.JobStarted(edge, id, nullptr);
     return true;
   }
-  void Finish(RemoteController& controller, const std::string& output, JobId id, uint64_t peak) {
+  // Returns whether the controller requeues the edge.
+  bool Finish(RemoteController& controller, const std::string& output, JobId id, uint64_t peak, int code = 0) {
     peak_[id] = peak;
     JobExit exit;
     exit.id = id;
     exit.exited_normally = true;
-    controller.JobFinished(EdgeOf(output), &exit);
+    exit.exit_code = code;
+    return controller.JobFinished(EdgeOf(output), &exit);
   }
 
   State state_;
@@ -190,6 +193,52 @@ TEST_F(RemoteControllerTest, WithoutRemoteEligibleJobsTheLocalCapDoesNotApply) {
   EXPECT_TRUE(Start(*controller, "x", 1));
   EXPECT_TRUE(Start(*controller, "y", 2));  // -j alone bounds a build with no farm jobs, as in ninja
   EXPECT_TRUE(Start(*controller, "z", 3));
+}
+
+TEST_F(RemoteControllerTest, AFarmFailureExitIsRetriedHereOnceWithTheLaunchersLocalSwitch) {
+  Parse(kProject);
+  auto controller = Make(/*depth=*/2, /*local_cap=*/1);
+  ASSERT_TRUE(Start(*controller, "a.o", 1));
+  // distcc 107: the daemon went away (DISTCC_FALLBACK=0 keeps distcc from compiling here itself).
+  EXPECT_TRUE(Finish(*controller, "a.o", 1, 20 * kMiB, /*code=*/107));
+  EXPECT_EQ(1, inner_.finished);  // memory still sees the attempt end
+  EXPECT_EQ(1u, controller->counts().fell_back);
+  EXPECT_TRUE(controller->farm_suspect());
+  ASSERT_EQ(1u, status_.warnings.size());
+  EXPECT_EQ(std::vector<std::string>{"DISTCC_HOSTS=localhost"}, controller->PrepareJob(EdgeOf("a.o")).environment);
+  EXPECT_TRUE(controller->PrepareJob(EdgeOf("b.o")).environment.empty());
+  // The retry is a local job: it takes the local cap, not a farm slot.
+  ASSERT_TRUE(Start(*controller, "a.o", 2));
+  EXPECT_EQ(1u, controller->local_running());
+  EXPECT_FALSE(Start(*controller, "app", 3));
+  // A second farm failure of the retry is the job's own result.
+  EXPECT_FALSE(Finish(*controller, "a.o", 2, 300 * kMiB, 107));
+  EXPECT_TRUE(controller->PrepareJob(EdgeOf("a.o")).environment.empty());
+  EXPECT_EQ(1u, controller->counts().fell_back);
+  EXPECT_EQ(0u, controller->counts().local);
+}
+
+TEST_F(RemoteControllerTest, AJobCountedLocalWhileTheFarmIsSuspectIsRetriedToo) {
+  Parse(kProject);
+  auto controller = Make(4, 4);
+  ASSERT_TRUE(Start(*controller, "a.o", 1));
+  ASSERT_TRUE(Finish(*controller, "a.o", 1, 20 * kMiB, 107));
+  ASSERT_TRUE(Start(*controller, "b.o", 2));  // probes the farm
+  ASSERT_TRUE(Start(*controller, "c.o", 3));  // counted local, but its command still goes through distcc
+  EXPECT_EQ(1u, controller->local_running());
+  EXPECT_TRUE(Finish(*controller, "c.o", 3, 20 * kMiB, 107));
+  EXPECT_EQ(std::vector<std::string>{"DISTCC_HOSTS=localhost"}, controller->PrepareJob(EdgeOf("c.o")).environment);
+}
+
+TEST_F(RemoteControllerTest, CompileErrorsAndStrictRemoteAreNotRetried) {
+  Parse(kProject);
+  auto controller = Make(4, 4);
+  ASSERT_TRUE(Start(*controller, "a.o", 1));
+  EXPECT_FALSE(Finish(*controller, "a.o", 1, 20 * kMiB, /*code=*/1));  // the compiler's own error
+  auto strict = Make(4, 4, /*strict_remote=*/true);
+  ASSERT_TRUE(Start(*strict, "b.o", 2));
+  EXPECT_FALSE(Finish(*strict, "b.o", 2, 20 * kMiB, /*code=*/107));
+  EXPECT_TRUE(strict->PrepareJob(EdgeOf("b.o")).environment.empty());
 }
 
 }  // namespace

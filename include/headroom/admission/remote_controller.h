@@ -1,7 +1,8 @@
 // RemoteController: the scale-out layer over the memory controller (docs/scale-out.md). It wraps the builder's
 // JobController: remote-eligible jobs (exec_mode.h) take a slot of the remote pool, other jobs count against the
 // local job cap, a remote job whose tree grows past its residual is seen falling back (a warning, its slot given
-// back, and remote-eligible jobs count as local until one completes on the farm), and it keeps the counts the
+// back, and remote-eligible jobs count as local until one completes on the farm), a remote job that exits with
+// its launcher's code for a farm failure is retried once here (unless strict), and it keeps the counts the
 // summary prints. Memory admission, sampling and the safety net stay the inner controller's.
 #pragma once
 
@@ -10,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "headroom/admission/remote_jobs.h"
 #include "headroom/build/builder.h"
@@ -33,6 +35,9 @@ struct RemoteConfig {
   size_t local_cap = 0;     // LocalJobCap(-j, depth, cores): applies once the build has a remote-eligible job
   LauncherSettings launchers;
   uint64_t default_residual_bytes = 128ull << 20;  // before any job completed remote in this build
+  // --strict-remote: a launcher's farm failure (IsInfrastructureExit) fails the job as ninja would report it,
+  // instead of being retried on this machine.
+  bool strict_remote = false;
 };
 
 class RemoteController : public JobController {
@@ -42,7 +47,8 @@ class RemoteController : public JobController {
 
   void BeginPass() override { inner_->BeginPass(); }
   bool MayStart(Edge* edge, size_t running) override;
-  JobStartOptions PrepareJob(Edge* edge) override { return inner_->PrepareJob(edge); }
+  // A job retried after a farm failure gets its launcher's local switch (LocalRetryEnvironment).
+  JobStartOptions PrepareJob(Edge* edge) override;
   void JobStarted(Edge* edge, JobId id, ProcessRunner* runner) override;
   bool JobFinished(Edge* edge, JobExit* exit) override;
   int TickIntervalMs() const override { return inner_->TickIntervalMs(); }
@@ -65,8 +71,11 @@ class RemoteController : public JobController {
 
  private:
   const ExecClass& ClassOf(const Edge* edge);
-  // Whether a remote-eligible job starting now runs as remote (else it is counted as local).
-  bool StartsRemote(const ExecClass& exec) const;
+  // Whether a remote-eligible job starting now runs as remote (else it is counted as local). A job retried
+  // after a farm failure runs here.
+  bool StartsRemote(const Edge* edge, const ExecClass& exec) const;
+  // A remote job's launcher reported a farm failure (not a compile error): whether to run it again here.
+  bool RetriesLocally(const Edge* edge, const std::string& engine, const JobExit& exit);
   uint64_t Residual(const std::string& engine) const;
   struct RemoteJob {
     std::string engine;
@@ -85,6 +94,7 @@ class RemoteController : public JobController {
   std::map<JobId, bool> local_jobs_;              // running jobs counted as local (true: a remote one that fell back)
   std::map<JobId, RemoteJob> remote_jobs_;         // running remote jobs
   std::map<std::string, uint64_t> residuals_;     // per engine: the largest peak of a job completed remote
+  std::unordered_map<const Edge*, std::string> retry_here_;  // edges requeued after a farm failure: their engine
   size_t local_running_ = 0;
   bool saw_remote_eligible_ = false;
   bool farm_suspect_ = false;

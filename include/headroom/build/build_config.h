@@ -13,6 +13,7 @@ struct MemoryConfig {
   uint64_t reserve_bytes = 0;       // --mem-reserve; 0 = default.
   size_t remote_jobs = 0;           // --remote-jobs: the compile farm's slots; 0 = read distcc's host list
                                     // (docs/scale-out.md), and no remote pool when that says nothing either.
+  bool strict_remote = false;       // --strict-remote: a launcher's farm failure fails the job, no local retry
 };
 
 struct BuildConfig {
