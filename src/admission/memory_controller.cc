@@ -9,6 +9,7 @@
 #include <climits>
 
 #include "headroom/admission/priority.h"
+#include "headroom/estimator/exec_mode.h"
 #include "headroom/util/byte_size.h"
 #include "headroom/graph/graph.h"
 #include "headroom/logs/build_log.h"
@@ -144,10 +145,20 @@ JobProfile MemoryController::ProfileOf(const EdgeState& state) {
   return profile;
 }
 
+JobProfile MemoryController::ModeProfileOf(const Edge* edge, const EdgeState& state, bool at_job_end) const {
+  JobProfile profile = ProfileOf(state);
+  const auto& remote = at_job_end ? exec_mode_hooks_.ran_remote : exec_mode_hooks_.starts_remote;
+  if (!remote || !remote(edge)) return profile;
+  profile.class_key = parts_.estimator->InternKey(ExecModeKey(profile.class_key, ExecMode::kRemote));
+  profile.family_key = parts_.estimator->InternKey(ExecModeKey(profile.family_key, ExecMode::kRemote));
+  if (exec_mode_hooks_.residual_bytes) profile.prior.peak_bytes = exec_mode_hooks_.residual_bytes(edge);
+  return profile;
+}
+
 void MemoryController::Predict(const Edge* edge, EdgeState& state) {
   std::string hint;
-  const Estimate estimate =
-      parts_.estimator->Predict(DescriptionOf(edge, state, &hint), ProfileOf(state), EstimateDetail::kFiguresOnly);
+  const Estimate estimate = parts_.estimator->Predict(DescriptionOf(edge, state, &hint),
+                                                      ModeProfileOf(edge, state, false), EstimateDetail::kFiguresOnly);
   state.estimate.peak_bytes = std::max(estimate.peak_bytes, RequeueFloor(edge));
   state.estimate.duration_ms = estimate.duration_ms;
   state.estimate.source = estimate.source;
@@ -436,7 +447,7 @@ bool MemoryController::JobFinished(Edge* edge, JobExit* exit) {
   slot_costs_.JobEnded(exit->id, record.peak_bytes);  // a job that held slots teaches what one costs
   std::string learn_error, hint;
   const JobDescription job = DescriptionOf(edge, state, &hint);
-  const JobProfile profile = ProfileOf(state);
+  const JobProfile profile = ModeProfileOf(edge, state, true);
   if (!parts_.estimator->Learn(job, record, &learn_error, &profile) && !learn_error.empty())
     parts_.status->Warning("recording memory history: " + learn_error);
 

@@ -36,6 +36,10 @@ bool RemoteController::StartsRemote(const Edge* edge, const ExecClass& exec) con
   return !farm_suspect_ || remote_.pool().in_use() == 0;
 }
 
+bool RemoteController::EstimatesRemote(const Edge* edge) {
+  return ClassOf(edge).mode == ExecMode::kRemote && !farm_suspect_ && !retry_here_.count(edge);
+}
+
 uint64_t RemoteController::Residual(const std::string& engine) const {
   auto it = residuals_.find(engine);
   return it == residuals_.end() ? config_.default_residual_bytes : std::max(it->second, 16 * kMiB);
@@ -112,6 +116,7 @@ bool RemoteController::RetriesLocally(const Edge* edge, const std::string& engin
 
 bool RemoteController::JobFinished(Edge* edge, JobExit* exit) {
   JobId id = exit->id;
+  bool ran_remote = false;
   // Any remote-eligible job may meet the farm's failure, also one counted local while the farm was suspect.
   const ExecClass& exec = ClassOf(edge);
   bool retry = exec.mode == ExecMode::kRemote && !retry_here_.count(edge) && RetriesLocally(edge, exec.engine, *exit);
@@ -127,6 +132,7 @@ bool RemoteController::JobFinished(Edge* edge, JobExit* exit) {
       remote_.Finished(static_cast<uint64_t>(id), peak, /*launcher_said_local=*/true);
       NoteFallback(job, job.engine + " exit " + std::to_string(exit->exit_code) + " (a farm failure); retried here");
     } else if (remote_.Finished(static_cast<uint64_t>(id), peak, said_local) == ExecMode::kRemote) {
+      ran_remote = true;
       farm_suspect_ = false;  // the farm took a job: it is back
       uint64_t& learned = residuals_[job.engine];
       learned = std::max(learned, peak);
@@ -139,7 +145,10 @@ bool RemoteController::JobFinished(Edge* edge, JobExit* exit) {
                  exec.engine + " exit " + std::to_string(exit->exit_code) + " (a farm failure); retried here");
   }
   if (local_jobs_.erase(id)) --local_running_;
+  finishing_edge_ = edge;  // the inner controller learns the job's peak under the mode it ran in (RanRemote)
+  finishing_ran_remote_ = ran_remote;
   bool requeued_by_memory = inner_->JobFinished(edge, exit);
+  finishing_edge_ = nullptr;
   // A retried job ran here; it is not retried again (an out-of-memory requeue runs it here once more).
   if (!retry && !requeued_by_memory) retry_here_.erase(edge);
   return requeued_by_memory || retry;

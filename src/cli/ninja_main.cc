@@ -85,7 +85,11 @@ JobController* NinjaMain::EnsureRemoteController(MemoryController* memory) {
   JobMeter* meter = memory_.meter;
   JobSizes sizes{[meter](JobId id) { return meter->CurrentBytes(id); }, [meter](JobId id) { return meter->PeakSoFar(id); }};
   remote_controller_ = std::make_unique<RemoteController>(memory, sizes, status_, remote);
-  return remote_controller_.get();
+  RemoteController* farm = remote_controller_.get();
+  memory->set_exec_mode_hooks({[farm](const Edge* edge) { return farm->EstimatesRemote(edge); },
+                               [farm](const Edge* edge) { return farm->RanRemote(edge); },
+                               [farm](const Edge* edge) { return farm->ResidualFor(edge); }});
+  return farm;
 }
 
 bool NinjaMain::LoadManifest(const Options& options, Status* status) {

@@ -3,6 +3,7 @@
 // the safety net (freeze / kill-and-requeue), OOM requeues, and what the user sees about memory.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -57,6 +58,16 @@ class MemoryController : public JobController {
 
   // Where jobs, memory samples and decisions are recorded for the summary, trace and report (nullable).
   void set_timeline(BuildTimeline* timeline) { timeline_ = timeline; }
+
+  // Scale-out (docs/scale-out.md), set by RemoteController: an edge that starts on the farm is estimated under
+  // its class's and family's remote key (ExecModeKey) with the farm's residual as its prior, and a finished job's
+  // peak is learned under the mode it ran in (a fallback's under the local keys). Unset: one mode, as before.
+  struct ExecModeHooks {
+    std::function<bool(const Edge*)> starts_remote;      // asked when the edge is estimated
+    std::function<bool(const Edge*)> ran_remote;         // asked as its job ends, before the history learns it
+    std::function<uint64_t(const Edge*)> residual_bytes;  // the prior of a remote job without history
+  };
+  void set_exec_mode_hooks(ExecModeHooks hooks) { exec_mode_hooks_ = std::move(hooks); }
 
   const MemoryDecisions& decisions() const { return decisions_; }
   // True while the build guard caps the build's cgroup (build_guard.h): a job that outgrows its estimate
@@ -118,6 +129,8 @@ class MemoryController : public JobController {
   // What the estimator reads of an edge; its views point into the graph and `hint` (kept by the caller).
   static JobDescription DescriptionOf(const Edge* edge, const EdgeState& state, std::string* hint);
   static JobProfile ProfileOf(const EdgeState& state);
+  // ProfileOf, keyed per execution mode when the exec-mode hooks say the edge runs (or ran) remote.
+  JobProfile ModeProfileOf(const Edge* edge, const EdgeState& state, bool at_job_end) const;
   // Re-predicts from the profile and the history as it is now (the estimator learned since the last one).
   void Predict(const Edge* edge, EdgeState& state);
   // An edge not started yet follows what finished jobs taught since it was first considered.
@@ -180,6 +193,7 @@ class MemoryController : public JobController {
   ProcessRunner* runner_ = nullptr;  // the last runner seen, to continue SIGSTOPped jobs on abort
   bool guard_stalled_ = false;       // the last check found a stall (counts episodes, not ticks)
   BuildTimeline* timeline_ = nullptr;
+  ExecModeHooks exec_mode_hooks_;
   SlotCosts slot_costs_;  // jobserver slots: what each running job's extra slots are charged
   // What the least demanding ready job that waits would be admitted at (0 when none waits); a jobserver slot
   // may not take it (memory_controller_slots.cc).

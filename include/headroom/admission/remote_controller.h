@@ -64,6 +64,13 @@ class RemoteController : public JobController {
     clock_ = clock;
   }
 
+  // For the memory controller's per-mode estimates (MemoryController::ExecModeHooks): whether `edge` would start
+  // on the farm now (remote-eligible, the farm not suspect, not a local retry), whether the job ending now ran
+  // there (asked from inside JobFinished), and the residual a remote job of its engine is charged.
+  bool EstimatesRemote(const Edge* edge);
+  bool RanRemote(const Edge* edge) const { return finishing_edge_ == edge && finishing_ran_remote_; }
+  uint64_t ResidualFor(const Edge* edge) { return Residual(ClassOf(edge).engine); }
+
   const RemoteCounts& counts() const { return remote_.counts(); }
   // Remote-eligible jobs are being run as local ones: one fell back and none has completed remote since.
   bool farm_suspect() const { return farm_suspect_; }
@@ -99,6 +106,8 @@ class RemoteController : public JobController {
   bool saw_remote_eligible_ = false;
   bool farm_suspect_ = false;
   bool warned_fallback_ = false;
+  const Edge* finishing_edge_ = nullptr;  // the edge whose JobFinished is passing to the inner controller
+  bool finishing_ran_remote_ = false;
   BuildTimeline* timeline_ = nullptr;
   const Clock* clock_ = nullptr;
 };

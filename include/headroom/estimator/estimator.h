@@ -128,6 +128,9 @@ class Estimator {
   // store's EnsureLoaded before the first prediction when it was opened with LoadLazily). May be null.
   void set_user_store(UserStore* store) { user_store_ = store; }
 
+  // A key kept in the estimator's pool (a profile's keys must outlive it), e.g. a class key per execution mode.
+  std::string_view InternKey(std::string_view key) const { return keys_.Intern(key); }
+
   // Counts Learn calls that changed the history: an estimate made at an older generation may be stale.
   uint64_t generation() const { return generation_; }
 

@@ -1,0 +1,124 @@
+// Per-mode estimates and history (docs/scale-out.md, slice 2): with MemoryController's exec-mode hooks, a job
+// that starts on the farm is estimated from its class's remote key with the farm's residual as its prior, and its
+// peak is learned under the mode it ran in, so a family's residuals and its local peaks never mix.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include <fmt/format.h>
+
+#include "fakes.h"
+#include "headroom/admission/memory_controller.h"
+#include "headroom/build/builder.h"
+#include "headroom/estimator/command_line.h"
+#include "headroom/estimator/estimator.h"
+#include "headroom/estimator/exec_mode.h"
+#include "headroom/history/history_store.h"
+#include "headroom/logs/build_log.h"
+#include "headroom/logs/deps_log.h"
+#include "headroom/manifest/manifest_parser.h"
+#include "headroom/memory/job_meter.h"
+#include "headroom/memory/memory_probe.h"
+#include "headroom/report/timeline.h"
+#include "memory_test_support.h"
+
+namespace headroom {
+namespace {
+
+using testing::FakeProcessRunner;
+using testing::ManualClock;
+using testing::VirtualFileSystem;
+
+constexpr uint64_t kMiBytes = 1024ull * 1024;
+
+// The fake runner, reporting every job's ru_maxrss as `max_rss_kb`.
+class MeasuringRunner : public FakeProcessRunner {
+ public:
+  using FakeProcessRunner::FakeProcessRunner;
+  WaitResult Wait(int timeout_ms, std::vector<JobExit>* finished) override {
+    size_t before = finished->size();
+    WaitResult result = FakeProcessRunner::Wait(timeout_ms, finished);
+    for (size_t i = before; i < finished->size(); ++i) (*finished)[i].max_rss_kb = max_rss_kb;
+    return result;
+  }
+  int64_t max_rss_kb = 0;
+};
+
+class ExecModeHistoryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const uint64_t total = 8 * 1024 * kMiBytes;
+    fake_.Write("proc/meminfo", fmt::format("MemTotal: {} kB\nMemFree: {} kB\nMemAvailable: {} kB\n", total / 1024,
+                                            total / 1024, total / 1024));
+    fake_.Write("proc/pressure/memory",
+                "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n");
+    fake_.Write("proc/self/cgroup", "0::/\n");
+    fake_.Write("proc/self/mountinfo", "");
+    fake_.Write("proc/vmstat", "oom_kill 0\n");
+    fake_.MakeDir("proc/1");
+  }
+
+  // Builds two compiles through distcc; `remote` says whether each starts and ends on the farm.
+  void Build(bool starts_remote, bool ran_remote) {
+    ManifestParser parser(&state_, &fs_);
+    std::string err;
+    ASSERT_TRUE(parser.ParseTest("rule cxx\n  command = distcc g++ -O2 -c $out\n"
+                                 "build a.o: cxx\nbuild b.o: cxx\nbuild all: phony a.o b.o\n", &err)) << err;
+    MemoryProbeOptions probe_options;
+    probe_options.root = fake_.Path("");
+    probe_options.clock = &clock_;
+    MemoryProbe probe(probe_options);
+    JobMeterOptions meter_options;
+    meter_options.root = fake_.Path("");
+    meter_options.use_cgroups = false;
+    JobMeter meter(std::unique_ptr<JobCgroups>(), meter_options);
+    Estimator estimator(&history_, {});
+    MemoryController controller({&probe, &meter, &estimator, &log_, &status_, &clock_}, MemoryConfig{}, false);
+    controller.set_timeline(&timeline_);
+    controller.set_exec_mode_hooks({[starts_remote](const Edge*) { return starts_remote; },
+                                    [ran_remote](const Edge*) { return ran_remote; },
+                                    [](const Edge*) { return 40 * kMiBytes; }});
+    BuildConfig config;
+    config.parallelism = 1;  // b.o is estimated after a.o taught its class
+    Builder builder(&state_, config, &log_, &deps_log_, &fs_, &status_, &clock_);
+    builder.set_runner(&runner_);
+    builder.set_job_controller(&controller);
+    ASSERT_TRUE(builder.AddTarget("all", &err)) << err;
+    ASSERT_EQ(BuildResult::kSucceeded, builder.Build(&err)) << err;
+  }
+
+  std::string ClassKey() const { return JobClassKey("cxx", "distcc g++ -O2 -c a.o"); }
+
+  memory_test::FakeRoot fake_;
+  State state_;
+  VirtualFileSystem fs_;
+  MeasuringRunner runner_{&fs_};
+  ManualClock clock_;
+  BuildLog log_;
+  DepsLog deps_log_;
+  HistoryStore history_;
+  testing::NullStatus status_;
+  BuildTimeline timeline_;
+};
+
+TEST_F(ExecModeHistoryTest, ARemoteJobIsEstimatedFromTheResidualAndLearnedUnderTheRemoteKey) {
+  runner_.max_rss_kb = 20 * 1024;
+  Build(/*starts_remote=*/true, /*ran_remote=*/true);
+  const auto& jobs = timeline_.jobs();
+  ASSERT_EQ(2u, jobs.size());
+  EXPECT_EQ(40 * kMiBytes, jobs[0].estimate_bytes);  // the farm's residual, not a local g++ -O2 prior
+  EXPECT_EQ("prior", jobs[0].estimate_source);
+  EXPECT_EQ("class history", jobs[1].estimate_source);  // what a.o taught the remote class
+  EXPECT_NE(nullptr, history_.FindClass(ExecModeKey(ClassKey(), ExecMode::kRemote)));
+  EXPECT_EQ(nullptr, history_.FindClass(ClassKey()));
+}
+
+TEST_F(ExecModeHistoryTest, AJobThatFellBackIsLearnedUnderTheLocalKey) {
+  runner_.max_rss_kb = 300 * 1024;
+  Build(/*starts_remote=*/true, /*ran_remote=*/false);
+  EXPECT_NE(nullptr, history_.FindClass(ClassKey()));
+  EXPECT_EQ(nullptr, history_.FindClass(ExecModeKey(ClassKey(), ExecMode::kRemote)));
+}
+
+}  // namespace
+}  // namespace headroom
