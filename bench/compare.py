@@ -31,6 +31,23 @@ def ninja_default():
 HEADROOM_ENV = {}
 
 
+def distcc_host_list(env):
+    """The distcc host list a headroom run would read (DISTCC_HOSTS, then $DISTCC_DIR or ~/.distcc, then
+    /etc/distcc), or None. A list naming a host makes headroom wrap its memory controller in the scale-out
+    layer (docs/scale-out.md), which changes its footprint: say so next to the figures."""
+    if "DISTCC_HOSTS" in env:
+        return ("DISTCC_HOSTS", env["DISTCC_HOSTS"])
+    home = env.get("DISTCC_DIR") or (os.path.join(env["HOME"], ".distcc") if env.get("HOME") else "")
+    for path in ([os.path.join(home, "hosts")] if home else []) + ["/etc/distcc/hosts"]:
+        try:
+            with open(path) as f:
+                words = [w for line in f for w in line.split("#", 1)[0].split()]
+            return (path, " ".join(words))
+        except OSError:
+            continue
+    return None
+
+
 def run(argv, cwd, env=None):
     """Runs argv under /usr/bin/time; returns dict(wall, cpu, rss_kb, rc, out).
 
@@ -161,7 +178,8 @@ def main():
         return fresh_chromium(a.out, gen_build, name) if a.manifest == "chromium" else fresh_fake(a.out, gen, name)
     tools = {"ninja": [a.ninja], "headroom": [headroom]}
     results = {"ninja_version": subprocess.run([a.ninja, "--version"], capture_output=True, text=True).stdout.strip(),
-               "cores": os.cpu_count(), "loadavg_start": os.getloadavg()}
+               "cores": os.cpu_count(), "loadavg_start": os.getloadavg(),
+               "distcc_hosts": distcc_host_list({**os.environ, **HEADROOM_ENV})}
     samples = {}
 
     def add(metric, tool, r):
@@ -224,6 +242,9 @@ def main():
         json.dump(results, f, indent=1)
 
     print(f"ninja {results['ninja_version']}, {results['cores']} cores, loadavg {results['loadavg_start']}")
+    if results["distcc_hosts"]:
+        where, hosts = results["distcc_hosts"]
+        print(f"distcc host list for headroom ({where}): {hosts!r} (a host there installs the remote pool)")
     print(f"{'metric':<14}{'variant':<20}{'wall med':>10}{'wall min':>10}{'cpu med':>10}{'cpu min':>10}"
           f"{'rss MiB':>9}  ratios vs ninja (wall med / cpu med / cpu min / rss)")
     for metric, by_tool in results["metrics"].items():
