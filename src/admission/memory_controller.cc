@@ -444,6 +444,7 @@ bool MemoryController::JobFinished(Edge* edge, JobExit* exit) {
                : exit->success()                           ? "ok"
                                                            : "failed",
                exit->ExitStatusCode());
+  if (timeline_ && exec_mode_hooks_.run_mode) timeline_->SetExecMode(running.timeline_job, exec_mode_hooks_.run_mode(edge));
   slot_costs_.JobEnded(exit->id, record.peak_bytes);  // a job that held slots teaches what one costs
   std::string learn_error, hint;
   const JobDescription job = DescriptionOf(edge, state, &hint);

@@ -114,39 +114,49 @@ bool RemoteController::RetriesLocally(const Edge* edge, const std::string& engin
   return true;
 }
 
+bool RemoteController::SettleRemoteJob(JobId id, const JobExit& exit, bool retry) {
+  auto remote = remote_jobs_.find(id);
+  const RemoteJob& job = remote->second;
+  bool seen_already = local_jobs_.count(id) != 0;
+  uint64_t peak = std::max<uint64_t>(sizes_.peak ? sizes_.peak(id) : 0, static_cast<uint64_t>(exit.max_rss_kb) * 1024);
+  bool said_local = LauncherReportedLocalRun(job.engine, exit.output);
+  bool ran_remote = false;
+  if (retry) {
+    // Its launcher gave up on the farm (DISTCC_FALLBACK=0, or every host failed): the source is fine, so the
+    // job runs again here under the local cap and memory admission, and counts as a fallback.
+    remote_.Finished(static_cast<uint64_t>(id), peak, /*launcher_said_local=*/true);
+    NoteFallback(job, job.engine + " exit " + std::to_string(exit.exit_code) + " (a farm failure); retried here");
+  } else if (remote_.Finished(static_cast<uint64_t>(id), peak, said_local) == ExecMode::kRemote) {
+    ran_remote = true;
+    farm_suspect_ = false;  // the farm took a job: it is back
+    uint64_t& learned = residuals_[job.engine];
+    learned = std::max(learned, peak);
+  } else if (!seen_already) {
+    NoteFallback(job, said_local ? std::string("its output says so") : FormatBytes(peak) + " at its peak");
+  }
+  remote_jobs_.erase(remote);
+  return ran_remote;
+}
+
 bool RemoteController::JobFinished(Edge* edge, JobExit* exit) {
   JobId id = exit->id;
-  bool ran_remote = false;
   // Any remote-eligible job may meet the farm's failure, also one counted local while the farm was suspect.
   const ExecClass& exec = ClassOf(edge);
   bool retry = exec.mode == ExecMode::kRemote && !retry_here_.count(edge) && RetriesLocally(edge, exec.engine, *exit);
-  auto remote = remote_jobs_.find(id);
-  if (remote != remote_jobs_.end()) {
-    const RemoteJob& job = remote->second;
-    bool seen_already = local_jobs_.count(id) != 0;
-    uint64_t peak = std::max<uint64_t>(sizes_.peak ? sizes_.peak(id) : 0, static_cast<uint64_t>(exit->max_rss_kb) * 1024);
-    bool said_local = LauncherReportedLocalRun(job.engine, exit->output);
-    if (retry) {
-      // Its launcher gave up on the farm (DISTCC_FALLBACK=0, or every host failed): the source is fine, so the
-      // job runs again here under the local cap and memory admission, and counts as a fallback.
-      remote_.Finished(static_cast<uint64_t>(id), peak, /*launcher_said_local=*/true);
-      NoteFallback(job, job.engine + " exit " + std::to_string(exit->exit_code) + " (a farm failure); retried here");
-    } else if (remote_.Finished(static_cast<uint64_t>(id), peak, said_local) == ExecMode::kRemote) {
-      ran_remote = true;
-      farm_suspect_ = false;  // the farm took a job: it is back
-      uint64_t& learned = residuals_[job.engine];
-      learned = std::max(learned, peak);
-    } else if (!seen_already) {
-      NoteFallback(job, said_local ? std::string("its output says so") : FormatBytes(peak) + " at its peak");
-    }
-    remote_jobs_.erase(remote);
-  } else if (retry) {
+  const bool started_remote = remote_jobs_.count(id) != 0;
+  const bool ran_remote = started_remote && SettleRemoteJob(id, *exit, retry);
+  if (!started_remote && retry) {
     NoteFallback(RemoteJob{exec.engine, edge->outputs.empty() ? std::string() : edge->outputs[0]->path},
                  exec.engine + " exit " + std::to_string(exit->exit_code) + " (a farm failure); retried here");
   }
   if (local_jobs_.erase(id)) --local_running_;
-  finishing_edge_ = edge;  // the inner controller learns the job's peak under the mode it ran in (RanRemote)
+  // The inner controller learns the job's peak under the mode it ran in (RanRemote) and marks it (RunMode).
+  finishing_edge_ = edge;
   finishing_ran_remote_ = ran_remote;
+  const bool fell_back = started_remote || retry || retry_here_.count(edge);
+  finishing_mode_ = ran_remote  ? "remote (" + exec.engine + ")"
+                    : fell_back ? "fell back (" + exec.engine + ")"
+                                : std::string("local");
   bool requeued_by_memory = inner_->JobFinished(edge, exit);
   finishing_edge_ = nullptr;
   // A retried job ran here; it is not retried again (an out-of-memory requeue runs it here once more).

@@ -88,7 +88,8 @@ JobController* NinjaMain::EnsureRemoteController(MemoryController* memory) {
   RemoteController* farm = remote_controller_.get();
   memory->set_exec_mode_hooks({[farm](const Edge* edge) { return farm->EstimatesRemote(edge); },
                                [farm](const Edge* edge) { return farm->RanRemote(edge); },
-                               [farm](const Edge* edge) { return farm->ResidualFor(edge); }});
+                               [farm](const Edge* edge) { return farm->ResidualFor(edge); },
+                               [farm](const Edge* edge) { return farm->RunMode(edge); }});
   return farm;
 }
 

@@ -32,6 +32,7 @@ std::string JobTip(const TimelineJob& job) {
   if (job.peak_bytes) tip += "\npeak " + FormatBytes(job.peak_bytes);
   if (job.estimate_bytes) tip += ", estimated " + FormatBytes(job.estimate_bytes) + " (" + job.estimate_source + ")";
   if (job.waited_ms > 0) tip += "\nwaited " + FormatDuration(job.waited_ms) + " for memory";
+  if (!job.exec_mode.empty()) tip += "\nran " + job.exec_mode;
   return tip;
 }
 

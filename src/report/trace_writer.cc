@@ -51,6 +51,7 @@ json JobEvent(const TimelineJob& job, int64_t timeline_end) {
                {"source", job.estimate_source},
                {"class", job.class_key},
                {"waited for memory ms", job.waited_ms}};
+  if (!job.exec_mode.empty()) args["ran"] = job.exec_mode;  // with a compile farm: remote, fell back or local
   return json{{"name", job.output},  {"cat", job.rule.empty() ? "job" : job.rule},
               {"ph", "X"},           {"ts", Micros(job.start_ms)},
               {"dur", Micros(std::max<int64_t>(0, end - job.start_ms))},

@@ -174,6 +174,11 @@ def test_farm_up_every_compile_runs_remote_and_several_at_once(tmp_path, farm, b
     print("farm up: " + next(line for line in result.stdout.splitlines() if "remote:" in line))
     assert "remote: 13 jobs ran on the farm (at most 4 at once), 0 fell back to a local compile, 1 local" \
         in result.stdout, result.stdout
+    # The trace says where each job ran.
+    ran = {e["name"]: e["args"].get("ran") for e in json.loads((project / "trace.json").read_text())["traceEvents"]
+           if e.get("ph") == "X"}
+    assert ran == dict({"app": "local", "main.o": "remote (distcc)"},
+                       **{"tu%02d.o" % i: "remote (distcc)" for i in range(TU_COUNT)}), ran
 
 
 def test_farm_down_fallbacks_are_memory_admitted_where_ninja_is_oom_killed(tmp_path, farm, box_factory):

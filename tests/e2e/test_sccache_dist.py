@@ -234,6 +234,12 @@ def test_cuda_project_compiles_on_the_farm_at_j32_in_a_box_too_small_for_32_loca
     assert int(summary.group(1)) == CU_COUNT and int(summary.group(3)) == 0, summary.group(0)
     assert 1 <= int(summary.group(2)) <= farm_cpus, (summary.group(0), farm_cpus)
     assert max_concurrent_compiles(build / "trace.json") <= farm_cpus + 2  # + main.cc and nothing else local
+    ran = {e["name"].rsplit("/", 1)[-1]: e["args"].get("ran")
+           for e in json.loads((build / "trace.json").read_text())["traceEvents"] if e.get("ph") == "X"}
+    assert all(ran["kernel%02d.cu.o" % i] == "remote (sccache-dist)" for i in range(CU_COUNT)), ran
+    assert ran["main.cc.o"] == "local" and ran["app"] == "local", ran
+    waited = re.search(r"\d+ jobs? waited for memory[^\n]*", result.stdout)
     print("sccache-dist, -j32 in a %d MiB box (one local nvcc job peaks at %d MiB): %d distributed compiles, "
-          "0 OOM kills, box peak %d MiB; %s"
-          % (BOX_BYTES // MiB, one_local // MiB, distributed, box_peak_bytes(box) // MiB, summary.group(0)))
+          "0 OOM kills, box peak %d MiB; %s; %s"
+          % (BOX_BYTES // MiB, one_local // MiB, distributed, box_peak_bytes(box) // MiB, summary.group(0),
+             waited.group(0) if waited else "no job waited for memory"))

@@ -3,6 +3,7 @@
 // failure is retried here once (not with --strict-remote), memory stays the inner controller's.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 
 #include "headroom/admission/remote_controller.h"
@@ -30,10 +31,15 @@ class FakeInner : public JobController {
  public:
   bool MayStart(Edge*, size_t) override { return admit; }
   void JobStarted(Edge*, JobId, ProcessRunner*) override { ++started; }
-  bool JobFinished(Edge*, JobExit*) override { ++finished; return false; }
+  bool JobFinished(Edge* edge, JobExit*) override {
+    ++finished;
+    if (on_finished) on_finished(edge);
+    return false;
+  }
   void Tick(ProcessRunner*) override { ++ticks; }
   bool admit = true;
   int started = 0, finished = 0, ticks = 0;
+  std::function<void(Edge*)> on_finished;  // runs inside JobFinished, where the memory controller learns
 };
 
 class RemoteControllerTest : public ::testing::Test {
@@ -228,6 +234,31 @@ TEST_F(RemoteControllerTest, AJobCountedLocalWhileTheFarmIsSuspectIsRetriedToo) 
   EXPECT_EQ(1u, controller->local_running());
   EXPECT_TRUE(Finish(*controller, "c.o", 3, 20 * kMiB, 107));
   EXPECT_EQ(std::vector<std::string>{"DISTCC_HOSTS=localhost"}, controller->PrepareJob(EdgeOf("c.o")).environment);
+}
+
+TEST_F(RemoteControllerTest, TheInnerControllerLearnsWhereEachJobRan) {
+  Parse(kProject);
+  auto controller = Make(4, 4);
+  std::vector<std::string> modes;
+  std::vector<bool> remote;
+  inner_.on_finished = [&](Edge* edge) {
+    modes.push_back(controller->RunMode(edge));
+    remote.push_back(controller->RanRemote(edge));
+  };
+  EXPECT_TRUE(controller->EstimatesRemote(EdgeOf("a.o")));
+  EXPECT_FALSE(controller->EstimatesRemote(EdgeOf("app")));
+  EXPECT_EQ(64 * kMiB, controller->ResidualFor(EdgeOf("a.o")));  // nothing completed remote yet: the default
+  ASSERT_TRUE(Start(*controller, "a.o", 1));
+  ASSERT_TRUE(Start(*controller, "b.o", 2));
+  ASSERT_TRUE(Start(*controller, "app", 3));
+  Finish(*controller, "a.o", 1, 30 * kMiB);
+  Finish(*controller, "b.o", 2, 400 * kMiB);  // fell back
+  Finish(*controller, "app", 3, 100 * kMiB);
+  EXPECT_EQ((std::vector<std::string>{"remote (distcc)", "fell back (distcc)", "local"}), modes);
+  EXPECT_EQ((std::vector<bool>{true, false, false}), remote);
+  EXPECT_EQ("", controller->RunMode(EdgeOf("a.o")));  // asked outside JobFinished
+  // A fallback makes the farm suspect: waiting remote-eligible jobs are estimated as local ones.
+  EXPECT_FALSE(controller->EstimatesRemote(EdgeOf("c.o")));
 }
 
 TEST_F(RemoteControllerTest, CompileErrorsAndStrictRemoteAreNotRetried) {

@@ -66,6 +66,7 @@ class MemoryController : public JobController {
     std::function<bool(const Edge*)> starts_remote;      // asked when the edge is estimated
     std::function<bool(const Edge*)> ran_remote;         // asked as its job ends, before the history learns it
     std::function<uint64_t(const Edge*)> residual_bytes;  // the prior of a remote job without history
+    std::function<std::string(const Edge*)> run_mode;     // as its job ends: TimelineJob::exec_mode
   };
   void set_exec_mode_hooks(ExecModeHooks hooks) { exec_mode_hooks_ = std::move(hooks); }
 

@@ -69,6 +69,8 @@ class RemoteController : public JobController {
   // there (asked from inside JobFinished), and the residual a remote job of its engine is charged.
   bool EstimatesRemote(const Edge* edge);
   bool RanRemote(const Edge* edge) const { return finishing_edge_ == edge && finishing_ran_remote_; }
+  // The same for the trace and report: "remote (distcc)", "fell back (distcc)" or "local".
+  std::string RunMode(const Edge* edge) const { return finishing_edge_ == edge ? finishing_mode_ : std::string(); }
   uint64_t ResidualFor(const Edge* edge) { return Residual(ClassOf(edge).engine); }
 
   const RemoteCounts& counts() const { return remote_.counts(); }
@@ -81,6 +83,9 @@ class RemoteController : public JobController {
   // Whether a remote-eligible job starting now runs as remote (else it is counted as local). A job retried
   // after a farm failure runs here.
   bool StartsRemote(const Edge* edge, const ExecClass& exec) const;
+  // A job that held a pool slot ended: gives the slot back, learns the residual or notes the fallback. Returns
+  // whether it ran on the farm.
+  bool SettleRemoteJob(JobId id, const JobExit& exit, bool retry);
   // A remote job's launcher reported a farm failure (not a compile error): whether to run it again here.
   bool RetriesLocally(const Edge* edge, const std::string& engine, const JobExit& exit);
   uint64_t Residual(const std::string& engine) const;
@@ -108,6 +113,7 @@ class RemoteController : public JobController {
   bool warned_fallback_ = false;
   const Edge* finishing_edge_ = nullptr;  // the edge whose JobFinished is passing to the inner controller
   bool finishing_ran_remote_ = false;
+  std::string finishing_mode_;
   BuildTimeline* timeline_ = nullptr;
   const Clock* clock_ = nullptr;
 };

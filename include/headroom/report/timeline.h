@@ -27,6 +27,8 @@ struct TimelineJob {
                                  // "interrupted" (still running when the build stopped)
   int exit_code = 0;
   int64_t waited_ms = 0;         // time it spent ready but held back for memory
+  std::string exec_mode;         // with a compile farm (docs/scale-out.md): "remote (distcc)", "fell back
+                                 // (distcc)" or "local"; empty without one
   int slot = -1;                 // concurrency lane for drawing (assigned by the recorder)
 };
 
@@ -91,6 +93,10 @@ class BuildTimeline {
   size_t JobStarted(TimelineJob job);
   void JobFinished(size_t handle, int64_t end_ms, uint64_t peak_bytes, const std::string& peak_method,
                    const std::string& outcome, int exit_code);
+  // Where a finished job ran (TimelineJob::exec_mode); kept with details only (the summary counts modes itself).
+  void SetExecMode(size_t handle, std::string exec_mode) {
+    if (keep_details_ && handle < jobs_.size()) jobs_[handle].exec_mode = std::move(exec_mode);
+  }
   void Sample(const MemorySample& sample);
   void Mark(TimelineMarker marker);
 
