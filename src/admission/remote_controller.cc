@@ -15,29 +15,40 @@ namespace headroom {
 RemoteController::RemoteController(JobController* inner, JobSizes sizes, Status* status, RemoteConfig config)
     : inner_(inner), sizes_(std::move(sizes)), status_(status), config_(std::move(config)), remote_(config_.pool_depth) {}
 
-const ExecClass& RemoteController::ClassOf(const Edge* edge) {
-  auto it = classes_.find(edge);
-  if (it != classes_.end()) return it->second;
+RemoteController::EdgeExec RemoteController::Classify(const Edge* edge, bool warn) {
   ExecClass exec;
   std::string err;
   if (!ClassifyExecMode(edge->EvaluateCommand(), edge->GetBinding("headroom_exec"), config_.launchers, &exec, &err)) {
     // A bad value must not stop the build; the job runs as local, which is always safe.
-    status_->Warning("'" + (edge->outputs.empty() ? std::string() : std::string(edge->outputs[0]->path)) + "': " + err +
-                     "; running it as local");
+    if (warn) {
+      status_->Warning("'" + (edge->outputs.empty() ? std::string() : std::string(edge->outputs[0]->path)) + "': " +
+                       err + "; running it as local");
+    }
     exec = ExecClass{};
   }
-  if (exec.mode == ExecMode::kRemote) saw_remote_eligible_ = true;
-  return classes_.emplace(edge, std::move(exec)).first->second;
+  return EdgeExec{exec.mode, &*engines_.insert(exec.engine).first};
 }
 
-bool RemoteController::StartsRemote(const Edge* edge, const ExecClass& exec) const {
+RemoteController::EdgeExec RemoteController::ClassOf(const Edge* edge) {
+  auto it = classes_.find(edge);
+  if (it != classes_.end()) return it->second;
+  EdgeExec exec = Classify(edge, /*warn=*/true);
+  if (exec.mode == ExecMode::kRemote) saw_remote_eligible_ = true;
+  classes_.emplace(edge, exec);
+  return exec;
+}
+
+bool RemoteController::StartsRemote(const Edge* edge, const EdgeExec& exec) const {
   if (exec.mode != ExecMode::kRemote || retry_here_.count(edge)) return false;
   // While the farm is suspect, one remote job at a time probes whether it is back.
   return !farm_suspect_ || remote_.pool().in_use() == 0;
 }
 
 bool RemoteController::EstimatesRemote(const Edge* edge) {
-  return ClassOf(edge).mode == ExecMode::kRemote && !farm_suspect_ && !retry_here_.count(edge);
+  if (farm_suspect_ || retry_here_.count(edge)) return false;
+  // An edge not ready yet (the priorities estimate every edge up front) is classified without being kept.
+  auto it = classes_.find(edge);
+  return (it != classes_.end() ? it->second : Classify(edge, /*warn=*/false)).mode == ExecMode::kRemote;
 }
 
 uint64_t RemoteController::Residual(const std::string& engine) const {
@@ -46,7 +57,7 @@ uint64_t RemoteController::Residual(const std::string& engine) const {
 }
 
 bool RemoteController::MayStart(Edge* edge, size_t running) {
-  const ExecClass& exec = ClassOf(edge);
+  const EdgeExec exec = ClassOf(edge);
   if (StartsRemote(edge, exec)) {
     if (!remote_.MayStartRemote()) return false;
   } else if (saw_remote_eligible_ && local_running_ >= config_.local_cap) {
@@ -56,9 +67,9 @@ bool RemoteController::MayStart(Edge* edge, size_t running) {
 }
 
 void RemoteController::JobStarted(Edge* edge, JobId id, ProcessRunner* runner) {
-  const ExecClass& exec = ClassOf(edge);
-  if (StartsRemote(edge, exec) && remote_.StartedRemote(static_cast<uint64_t>(id), Residual(exec.engine))) {
-    remote_jobs_[id] = RemoteJob{exec.engine, edge->outputs.empty() ? std::string() : edge->outputs[0]->path};
+  const EdgeExec exec = ClassOf(edge);
+  if (StartsRemote(edge, exec) && remote_.StartedRemote(static_cast<uint64_t>(id), Residual(*exec.engine))) {
+    remote_jobs_[id] = RemoteJob{*exec.engine, edge->outputs.empty() ? std::string() : edge->outputs[0]->path};
   } else if (retry_here_.count(edge)) {
     local_jobs_[id] = true;  // counted once already, as a fallback
     ++local_running_;
@@ -141,26 +152,29 @@ bool RemoteController::SettleRemoteJob(JobId id, const JobExit& exit, bool retry
 bool RemoteController::JobFinished(Edge* edge, JobExit* exit) {
   JobId id = exit->id;
   // Any remote-eligible job may meet the farm's failure, also one counted local while the farm was suspect.
-  const ExecClass& exec = ClassOf(edge);
-  bool retry = exec.mode == ExecMode::kRemote && !retry_here_.count(edge) && RetriesLocally(edge, exec.engine, *exit);
+  const EdgeExec exec = ClassOf(edge);
+  const std::string& engine = *exec.engine;
+  bool retry = exec.mode == ExecMode::kRemote && !retry_here_.count(edge) && RetriesLocally(edge, engine, *exit);
   const bool started_remote = remote_jobs_.count(id) != 0;
   const bool ran_remote = started_remote && SettleRemoteJob(id, *exit, retry);
   if (!started_remote && retry) {
-    NoteFallback(RemoteJob{exec.engine, edge->outputs.empty() ? std::string() : edge->outputs[0]->path},
-                 exec.engine + " exit " + std::to_string(exit->exit_code) + " (a farm failure); retried here");
+    NoteFallback(RemoteJob{engine, edge->outputs.empty() ? std::string() : edge->outputs[0]->path},
+                 engine + " exit " + std::to_string(exit->exit_code) + " (a farm failure); retried here");
   }
   if (local_jobs_.erase(id)) --local_running_;
   // The inner controller learns the job's peak under the mode it ran in (RanRemote) and marks it (RunMode).
   finishing_edge_ = edge;
   finishing_ran_remote_ = ran_remote;
   const bool fell_back = started_remote || retry || retry_here_.count(edge);
-  finishing_mode_ = ran_remote  ? "remote (" + exec.engine + ")"
-                    : fell_back ? "fell back (" + exec.engine + ")"
+  finishing_mode_ = ran_remote  ? "remote (" + engine + ")"
+                    : fell_back ? "fell back (" + engine + ")"
                                 : std::string("local");
   bool requeued_by_memory = inner_->JobFinished(edge, exit);
   finishing_edge_ = nullptr;
-  // A retried job ran here; it is not retried again (an out-of-memory requeue runs it here once more).
-  if (!retry && !requeued_by_memory) retry_here_.erase(edge);
+  if (!retry && !requeued_by_memory) {
+    retry_here_.erase(edge);  // a retried job ran here; it is not retried again
+    classes_.erase(edge);     // done with (an out-of-memory requeue or a retry runs it once more)
+  }
   return requeued_by_memory || retry;
 }
 

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -71,7 +73,7 @@ class RemoteController : public JobController {
   bool RanRemote(const Edge* edge) const { return finishing_edge_ == edge && finishing_ran_remote_; }
   // The same for the trace and report: "remote (distcc)", "fell back (distcc)" or "local".
   std::string RunMode(const Edge* edge) const { return finishing_edge_ == edge ? finishing_mode_ : std::string(); }
-  uint64_t ResidualFor(const Edge* edge) { return Residual(ClassOf(edge).engine); }
+  uint64_t ResidualFor(const Edge* edge) { return Residual(*ClassOf(edge).engine); }
 
   const RemoteCounts& counts() const { return remote_.counts(); }
   // Remote-eligible jobs are being run as local ones: one fell back and none has completed remote since.
@@ -79,10 +81,19 @@ class RemoteController : public JobController {
   size_t local_running() const { return local_running_; }
 
  private:
-  const ExecClass& ClassOf(const Edge* edge);
+  // What the controller keeps per edge: small, as a large build asks about every edge (its priorities read
+  // every edge's estimate, which asks EstimatesRemote). `engine` points into engines_ ("" when local).
+  struct EdgeExec {
+    ExecMode mode = ExecMode::kLocal;
+    const std::string* engine = nullptr;
+  };
+  // Classifies the edge's command (ClassifyExecMode); `warn` says a bad headroom_exec value once.
+  EdgeExec Classify(const Edge* edge, bool warn);
+  // Classify, kept for an edge that is ready or running until its job finishes.
+  EdgeExec ClassOf(const Edge* edge);
   // Whether a remote-eligible job starting now runs as remote (else it is counted as local). A job retried
   // after a farm failure runs here.
-  bool StartsRemote(const Edge* edge, const ExecClass& exec) const;
+  bool StartsRemote(const Edge* edge, const EdgeExec& exec) const;
   // A job that held a pool slot ended: gives the slot back, learns the residual or notes the fallback. Returns
   // whether it ran on the farm.
   bool SettleRemoteJob(JobId id, const JobExit& exit, bool retry);
@@ -102,7 +113,8 @@ class RemoteController : public JobController {
   Status* status_;
   RemoteConfig config_;
   RemoteJobs remote_;
-  std::unordered_map<const Edge*, ExecClass> classes_;
+  std::unordered_map<const Edge*, EdgeExec> classes_;
+  std::set<std::string> engines_{std::string()};
   std::map<JobId, bool> local_jobs_;              // running jobs counted as local (true: a remote one that fell back)
   std::map<JobId, RemoteJob> remote_jobs_;         // running remote jobs
   std::map<std::string, uint64_t> residuals_;     // per engine: the largest peak of a job completed remote
