@@ -84,6 +84,26 @@ def nvcc_estimates(trace_path):
     return pairs
 
 
+def summarize(runs):
+    """Median wall of each kind of run over the rounds, and the ratios issue #12 asks for."""
+    walls = {}
+    for name, r in runs.items():
+        kind = name.rsplit(" r", 1)[0]
+        if r["rc"] == 0 and not r["oom_kills"]:
+            walls.setdefault(kind, []).append(r["wall_s"])
+    medians = {kind: statistics.median(w) for kind, w in walls.items()}
+    for kind, m in medians.items():
+        print("median %-28s %7.1f s over %d clean round(s)" % (kind, m, len(walls[kind])))
+    cold = next((m for k, m in medians.items() if k.startswith("headroom") and k.endswith("cold")), None)
+    warm = next((m for k, m in medians.items() if k.startswith("headroom") and k.endswith("warm")), None)
+    boxed = [m for k, m in medians.items() if k.endswith("(box)")]
+    free = next((m for k, m in medians.items() if k.endswith("(no box)")), None)
+    if cold and boxed:
+        print("cold / best safe ninja -j in the box: %.2f" % (cold / min(boxed)))
+    if warm and free:
+        print("warm / ninja -j<cores> with no box:   %.2f" % (warm / free))
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--headroom", required=True)
@@ -94,6 +114,7 @@ def main():
     p.add_argument("--box-gib", type=float, default=6)
     p.add_argument("-j", type=int, default=8)
     p.add_argument("--ninja-j", default="1,2")
+    p.add_argument("--rounds", type=int, default=1, help="repeat every run this many times, interleaved; medians")
     a = p.parse_args()
     reason = memory_box.unavailable_reason()
     if reason:
@@ -110,35 +131,42 @@ def main():
         results["runs"][name] = r
         print("%-28s %7.1f s rc=%s oom_kills=%s" % (name, r["wall_s"], r["rc"], r["oom_kills"]), flush=True)
 
-    d = fresh(a.out, "headroom", text, a.cxx)
-    # A per-user store of its own, empty at first: "cold" must not start from what an earlier run measured.
-    store = Path(a.out) / "store"
-    shutil.rmtree(store, ignore_errors=True)
-    env = dict(os.environ, HEADROOM_STORE=str(store))
-    for phase in ("cold", "warm"):
-        if phase == "warm":
-            for f in d.iterdir():
-                if f.suffix in (".o", ".so"):
-                    f.unlink()
-        box = memory_box.MemoryBox(limit)
-        try:
-            r = run(box, [headroom, "-j%d" % a.j, "--trace=trace-%s.json" % phase], d, env)
-        finally:
-            box.remove()
-        pairs = nvcc_estimates(d / ("trace-%s.json" % phase))
-        ratios = sorted(est / peak for est, peak in pairs if peak)
-        r["nvcc_estimate_over_peak"] = {"median": round(statistics.median(ratios), 2) if ratios else None,
-                                        "max": round(max(ratios), 2) if ratios else None, "n": len(ratios)}
-        record("headroom -j%d %s" % (a.j, phase), r)
-        print("   nvcc estimate/peak: %s" % r["nvcc_estimate_over_peak"], flush=True)
-    for j in [int(x) for x in a.ninja_j.split(",") if x]:
-        box = memory_box.MemoryBox(limit)
-        try:
-            record("ninja -j%d (box)" % j, run(box, [a.ninja, "-j%d" % j, "-k0"], fresh(a.out, "ninja-j%d" % j, text, a.cxx)))
-        finally:
-            box.remove()
-    cores = os.cpu_count()
-    record("ninja -j%d (no box)" % cores, run(None, [a.ninja, "-j%d" % cores], fresh(a.out, "ninja-free", text, a.cxx)))
+    for rnd in range(1, a.rounds + 1):
+        # Each round is every run once, in the same order, so all kinds see the same moments of a shared machine.
+        tag = "" if a.rounds == 1 else " r%d" % rnd
+        d = fresh(a.out, "headroom", text, a.cxx)
+        # A per-user store of its own, empty at first: "cold" must not start from what an earlier run measured.
+        store = Path(a.out) / "store"
+        shutil.rmtree(store, ignore_errors=True)
+        env = dict(os.environ, HEADROOM_STORE=str(store))
+        for phase in ("cold", "warm"):
+            if phase == "warm":
+                for f in d.iterdir():
+                    if f.suffix in (".o", ".so"):
+                        f.unlink()
+            box = memory_box.MemoryBox(limit)
+            try:
+                r = run(box, [headroom, "-j%d" % a.j, "--trace=trace-%s.json" % phase], d, env)
+            finally:
+                box.remove()
+            pairs = nvcc_estimates(d / ("trace-%s.json" % phase))
+            ratios = sorted(est / peak for est, peak in pairs if peak)
+            r["nvcc_estimate_over_peak"] = {"median": round(statistics.median(ratios), 2) if ratios else None,
+                                            "max": round(max(ratios), 2) if ratios else None, "n": len(ratios)}
+            record("headroom -j%d %s%s" % (a.j, phase, tag), r)
+            print("   nvcc estimate/peak: %s" % r["nvcc_estimate_over_peak"], flush=True)
+        for j in [int(x) for x in a.ninja_j.split(",") if x]:
+            box = memory_box.MemoryBox(limit)
+            try:
+                record("ninja -j%d (box)%s" % (j, tag),
+                       run(box, [a.ninja, "-j%d" % j, "-k0"], fresh(a.out, "ninja-j%d" % j, text, a.cxx)))
+            finally:
+                box.remove()
+        cores = os.cpu_count()
+        record("ninja -j%d (no box)%s" % (cores, tag),
+               run(None, [a.ninja, "-j%d" % cores], fresh(a.out, "ninja-free", text, a.cxx)))
+    if a.rounds > 1:
+        summarize(results["runs"])
     (Path(a.out) / "results.json").write_text(json.dumps(results, indent=1))
     for name, r in results["runs"].items():
         if r["rc"] != 0:
