@@ -45,10 +45,14 @@ bool RemoteController::StartsRemote(const Edge* edge, const EdgeExec& exec) cons
 }
 
 bool RemoteController::EstimatesRemote(const Edge* edge) {
-  if (farm_suspect_ || retry_here_.count(edge)) return false;
+  // Until a job of its engine has completed on the farm in this build, a remote-eligible job is estimated as the
+  // local compile it becomes if the farm is down from the start: charging the first wave only a residual would
+  // admit a whole pool of fallbacks at once.
+  if (farm_suspect_ || residuals_.empty() || retry_here_.count(edge)) return false;
   // An edge not ready yet (the priorities estimate every edge up front) is classified without being kept.
   auto it = classes_.find(edge);
-  return (it != classes_.end() ? it->second : Classify(edge, /*warn=*/false)).mode == ExecMode::kRemote;
+  const EdgeExec exec = it != classes_.end() ? it->second : Classify(edge, /*warn=*/false);
+  return exec.mode == ExecMode::kRemote && residuals_.count(*exec.engine) != 0;
 }
 
 uint64_t RemoteController::Residual(const std::string& engine) const {

@@ -245,13 +245,16 @@ TEST_F(RemoteControllerTest, TheInnerControllerLearnsWhereEachJobRan) {
     modes.push_back(controller->RunMode(edge));
     remote.push_back(controller->RanRemote(edge));
   };
-  EXPECT_TRUE(controller->EstimatesRemote(EdgeOf("a.o")));
-  EXPECT_FALSE(controller->EstimatesRemote(EdgeOf("app")));
-  EXPECT_EQ(64 * kMiB, controller->ResidualFor(EdgeOf("a.o")));  // nothing completed remote yet: the default
+  // Until the farm has completed a job, remote-eligible jobs are estimated as the local compiles they would be
+  // with the farm down.
+  EXPECT_FALSE(controller->EstimatesRemote(EdgeOf("a.o")));
   ASSERT_TRUE(Start(*controller, "a.o", 1));
   ASSERT_TRUE(Start(*controller, "b.o", 2));
   ASSERT_TRUE(Start(*controller, "app", 3));
   Finish(*controller, "a.o", 1, 30 * kMiB);
+  EXPECT_TRUE(controller->EstimatesRemote(EdgeOf("c.o")));
+  EXPECT_FALSE(controller->EstimatesRemote(EdgeOf("app")));
+  EXPECT_EQ(30 * kMiB, controller->ResidualFor(EdgeOf("c.o")));  // the largest peak completed on the farm
   Finish(*controller, "b.o", 2, 400 * kMiB);  // fell back
   Finish(*controller, "app", 3, 100 * kMiB);
   EXPECT_EQ((std::vector<std::string>{"remote (distcc)", "fell back (distcc)", "local"}), modes);

@@ -66,8 +66,9 @@ class RemoteController : public JobController {
     clock_ = clock;
   }
 
-  // For the memory controller's per-mode estimates (MemoryController::ExecModeHooks): whether `edge` would start
-  // on the farm now (remote-eligible, the farm not suspect, not a local retry), whether the job ending now ran
+  // For the memory controller's per-mode estimates (MemoryController::ExecModeHooks): whether `edge` is estimated
+  // as a remote job now (remote-eligible, a job of its engine completed on the farm in this build, the farm not
+  // suspect, not a local retry), whether the job ending now ran
   // there (asked from inside JobFinished), and the residual a remote job of its engine is charged.
   bool EstimatesRemote(const Edge* edge);
   bool RanRemote(const Edge* edge) const { return finishing_edge_ == edge && finishing_ran_remote_; }
