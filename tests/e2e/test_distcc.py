@@ -112,16 +112,21 @@ def farm():
         daemon.remove()
 
 
-def write_project(directory: Path):
-    """TU_COUNT heavy C++ sources compiled through distcc, and one (local) link of them all."""
+def write_heavy_sources(directory: Path, count: int):
+    """`count` heavy C++ sources tuNN.cc (~300 MiB each to compile at -O0) and a trivial main.cc."""
     directory.mkdir(parents=True, exist_ok=True)
-    for i in range(TU_COUNT):
+    for i in range(count):
         with open(directory / ("tu%02d.cc" % i), "w") as f:
             f.write("extern const long table%d[] = {\n" % i)
             for start in range(0, TU_ELEMENTS, 20):
                 f.write(",".join(str((start + j) * 7919 + i) for j in range(20)) + ",\n")
             f.write("};\n")
     (directory / "main.cc").write_text("int main() { return 0; }\n")
+
+
+def write_project(directory: Path):
+    """TU_COUNT heavy C++ sources compiled through distcc, and one (local) link of them all."""
+    write_heavy_sources(directory, TU_COUNT)
     lines = ["rule cxx", "  command = distcc g++ -O0 -c $in -o $out", "  description = CXX $out",
              "rule link", "  command = g++ $in -o $out", "  description = LINK $out"]
     objects = []
@@ -322,3 +327,83 @@ def test_farm_failure_exits_are_retried_locally_unless_strict_remote(tmp_path, f
                             capture_output=True, text=True, timeout=120)
     assert strict.returncode != 0, strict.stdout
     assert "FAILED: " in strict.stdout, strict.stdout
+
+
+CMAKE_TU_COUNT = 8  # 8 x ~300 MiB could not be compiled at once in the 1.5 GiB box
+
+
+def require_cmake():
+    if shutil.which("cmake") is None:
+        reason = "the CMake distcc e2e needs cmake on PATH"
+        if os.environ.get("CI"):
+            pytest.fail(reason + " (required in CI)")
+        pytest.skip(reason)
+
+
+def write_cmake_project(directory: Path, count: int):
+    """A CMake project: one executable from `count` heavy TUs and main.cc (CMake's own rules, depfiles and link)."""
+    write_heavy_sources(directory, count)
+    sources = " ".join(["main.cc"] + ["tu%02d.cc" % i for i in range(count)])
+    (directory / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.25)\nproject(heavy CXX)\nadd_executable(app %s)\n" % sources)
+
+
+def summary_line(stdout: str) -> re.Match | None:
+    return re.search(r"remote: (\d+) jobs? ran on the farm \(at most (\d+) at once\), (\d+) fell back to a local "
+                     r"compile, (\d+) local", stdout)
+
+
+def test_cmake_project_over_two_daemons_at_j32_remote_slots_bound_compiles_link_local(tmp_path, farm, box_factory):
+    """The issue's scenario: a CMake project (Ninja generator, CMAKE_MAKE_PROGRAM=headroom,
+    CMAKE_CXX_COMPILER_LAUNCHER=distcc) built with `cmake --build . -- -j32` in a 1.5 GiB box over two distccd
+    daemons of 2 slots each: the pool of 4 bounds the compiles, both daemons take some, the link runs here."""
+    require_cmake()
+    first, second = farm(jobs=2), farm(jobs=2)
+    env = distcc_env("127.0.0.1:%d/2 127.0.0.1:%d/2" % (first.port, second.port), tmp_path / "distcc")
+    env["DISTCC_FALLBACK"] = "0"  # a compile the farm does not take fails instead of quietly running here
+    source, build = tmp_path / "source", tmp_path / "build"
+    write_cmake_project(source, CMAKE_TU_COUNT)
+    configure = subprocess.run(
+        ["cmake", "-S", str(source), "-B", str(build), "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Debug",
+         "-DCMAKE_MAKE_PROGRAM=" + harness.headroom_binary(), "-DCMAKE_CXX_COMPILER_LAUNCHER=distcc"],
+        env=env, capture_output=True, text=True, timeout=120)
+    assert configure.returncode == 0, configure.stdout + configure.stderr
+
+    box = box_factory(BOX_BYTES)
+    box.require_complete_kill_count()
+    started = time.monotonic()
+    result = box.run(["cmake", "--build", ".", "--", "-j32", "--trace=trace.json"], cwd=build, env=env, timeout=600)
+    build_seconds = time.monotonic() - started
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert box.oom_kills() == 0  # the box and every cgroup below it (headroom's job cgroups)
+    assert (build / "app").exists()
+
+    # Every TU (and main.cc) was compiled by one of the two daemons, and both took some.
+    sources = sorted(["main.cc"] + ["tu%02d.cc" % i for i in range(CMAKE_TU_COUNT)])
+    first_compiled = [Path(p).name for p in first.compiled()]
+    second_compiled = [Path(p).name for p in second.compiled()]
+    assert sorted(first_compiled + second_compiled) == sources, first.log_text() + second.log_text()
+    assert first_compiled and second_compiled, (first_compiled, second_compiled)
+
+    # The remote pool (2 + 2 slots) bounds the compiles at once, though -j32 would allow 9.
+    trace = build / "trace.json"
+    most_at_once = max_concurrent_compiles(trace)
+    assert 3 <= most_at_once <= 4, most_at_once
+    summary = summary_line(result.stdout)
+    assert summary, result.stdout
+    remote, summary_most, fell_back, local = (int(summary.group(i)) for i in range(1, 5))
+    assert (remote, fell_back, local) == (CMAKE_TU_COUNT + 1, 0, 1), summary.group(0)
+    assert summary_most <= 4, summary.group(0)
+
+    # Every compile ran on the farm; the link ran here, memory-admitted like any local job: charged an estimate
+    # before it started and measured in its own job cgroup inside the box.
+    jobs = {e["name"]: e["args"] for e in json.loads(trace.read_text())["traceEvents"] if e.get("ph") == "X"}
+    ran = {name: args.get("ran") for name, args in jobs.items()}
+    assert [name for name in jobs if not name.endswith(".o")] == ["app"], ran
+    assert all(mode == "remote (distcc)" for name, mode in ran.items() if name.endswith(".o")), ran
+    link = jobs["app"]
+    assert link["ran"] == "local" and link["estimate bytes"] > 0 and link["peak method"] == "cgroup", link
+    print("cmake -j32 over 2 daemons x 2 slots, 1.5 GiB box: %s; daemons compiled %d + %d; %d compiles at most at "
+          "once in the trace; link local, estimate %s, peak %s; 0 OOM kills; build %.1f s"
+          % (summary.group(0), len(first_compiled), len(second_compiled), most_at_once, link["estimate"],
+             link["peak"], build_seconds))
