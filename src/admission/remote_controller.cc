@@ -61,6 +61,13 @@ uint64_t RemoteController::Residual(const std::string& engine) const {
 }
 
 bool RemoteController::MayStart(Edge* edge, size_t running) {
+  if (pass_refusals_ >= kRefusalWindow) return false;
+  const bool may = MayStartNow(edge, running);
+  if (!may) ++pass_refusals_;
+  return may;
+}
+
+bool RemoteController::MayStartNow(Edge* edge, size_t running) {
   const EdgeExec exec = ClassOf(edge);
   if (StartsRemote(edge, exec)) {
     if (!remote_.MayStartRemote()) return false;

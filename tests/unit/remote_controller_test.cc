@@ -105,6 +105,23 @@ TEST_F(RemoteControllerTest, ThePoolBoundsRemoteJobsAndTheLocalCapTheOthers) {
   EXPECT_EQ(1u, controller->counts().local);
 }
 
+// Like the memory controller's walk, the pool's stops looking down the ready queue after 256 refusals, so a build
+// with thousands of ready remote-eligible edges keeps no class for each of them while the pool is full.
+TEST_F(RemoteControllerTest, AWalkStopsAfterAWindowOfRefusedEdges) {
+  std::string manifest = "rule cxx\n  command = distcc g++ -c $in -o $out\nrule link\n  command = g++ $in -o $out\n";
+  for (int i = 0; i < 300; ++i) manifest += "build o" + std::to_string(i) + ".o: cxx s" + std::to_string(i) + ".cc\n";
+  manifest += "build app: link main.cc\n";
+  Parse(manifest);
+  auto controller = Make(/*depth=*/2, /*local_cap=*/8);
+  controller->BeginPass();
+  int admitted = 0;
+  for (int i = 0; i < 300; ++i) admitted += Start(*controller, "o" + std::to_string(i) + ".o", i + 1) ? 1 : 0;
+  EXPECT_EQ(2, admitted);
+  EXPECT_FALSE(Start(*controller, "app", 400));  // 298 refusals: this walk looks no further
+  controller->BeginPass();
+  EXPECT_TRUE(Start(*controller, "app", 400));   // the next walk finds it
+}
+
 TEST_F(RemoteControllerTest, MemoryAdmissionStillDecides) {
   Parse(kProject);
   auto controller = Make(4, 4);

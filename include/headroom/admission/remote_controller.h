@@ -47,7 +47,10 @@ class RemoteController : public JobController {
   // `inner` decides memory; `sizes` reads running jobs' tree sizes, sampled by the inner Tick.
   RemoteController(JobController* inner, JobSizes sizes, Status* status, RemoteConfig config);
 
-  void BeginPass() override { inner_->BeginPass(); }
+  void BeginPass() override {
+    pass_refusals_ = 0;
+    inner_->BeginPass();
+  }
   bool MayStart(Edge* edge, size_t running) override;
   // A job retried after a farm failure gets its launcher's local switch (LocalRetryEnvironment).
   JobStartOptions PrepareJob(Edge* edge) override;
@@ -90,6 +93,8 @@ class RemoteController : public JobController {
   };
   // Classifies the edge's command (ClassifyExecMode); `warn` says a bad headroom_exec value once.
   EdgeExec Classify(const Edge* edge, bool warn);
+  // The pool, the local cap, then the memory controller's admission.
+  bool MayStartNow(Edge* edge, size_t running);
   // Classify, kept for an edge that is ready or running until its job finishes.
   EdgeExec ClassOf(const Edge* edge);
   // Whether a remote-eligible job starting now runs as remote (else it is counted as local). A job retried
@@ -121,6 +126,10 @@ class RemoteController : public JobController {
   std::map<std::string, uint64_t> residuals_;     // per engine: the largest peak of a job completed remote
   std::unordered_map<const Edge*, std::string> retry_here_;  // edges requeued after a farm failure: their engine
   size_t local_running_ = 0;
+  // Ready edges refused in the current walk (by the pool, the local cap or memory). Past the window the walk
+  // stops looking, as MemoryController's does, so no class is kept for edges far down the ready queue.
+  int pass_refusals_ = 0;
+  static constexpr int kRefusalWindow = 256;
   bool saw_remote_eligible_ = false;
   bool farm_suspect_ = false;
   bool warned_fallback_ = false;
