@@ -495,6 +495,7 @@ void MemoryController::PublishStatus(const MemoryReading& reading) {
   status.used_bytes = reading.used_bytes;
   status.budget_bytes = budget_bytes_;
   status.jobs_waiting_for_memory = waiting_now_;
+  if (exec_mode_hooks_.status_fields) exec_mode_hooks_.status_fields(&status);
   parts_.status->UpdateMemory(status);
 }
 

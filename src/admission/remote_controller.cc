@@ -60,6 +60,12 @@ uint64_t RemoteController::Residual(const std::string& engine) const {
   return it == residuals_.end() ? config_.default_residual_bytes : std::max(it->second, 16 * kMiB);
 }
 
+void RemoteController::FillStatus(MemoryStatus* status) const {
+  if (!saw_remote_eligible_) return;  // a host list alone (Debian's default names 127.0.0.1) is no farm in use
+  status->remote_running = static_cast<int>(remote_.pool().in_use());
+  status->remote_slots = static_cast<int>(remote_.pool().depth());
+}
+
 bool RemoteController::MayStart(Edge* edge, size_t running) {
   if (pass_refusals_ >= kRefusalWindow) return false;
   const bool may = MayStartNow(edge, running);

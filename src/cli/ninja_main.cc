@@ -89,7 +89,8 @@ JobController* NinjaMain::EnsureRemoteController(MemoryController* memory) {
   memory->set_exec_mode_hooks({[farm](const Edge* edge) { return farm->EstimatesRemote(edge); },
                                [farm](const Edge* edge) { return farm->RanRemote(edge); },
                                [farm](const Edge* edge) { return farm->ResidualFor(edge); },
-                               [farm](const Edge* edge) { return farm->RunMode(edge); }});
+                               [farm](const Edge* edge) { return farm->RunMode(edge); },
+                               [farm](MemoryStatus* status) { farm->FillStatus(status); }});
   return farm;
 }
 

@@ -325,6 +325,9 @@ std::string StatusPrinter::MemoryTail() const {
   std::string tail = " [mem " + FormatBytes(memory_.used_bytes);
   if (memory_.budget_bytes) tail += "/" + FormatBytes(memory_.budget_bytes);
   if (memory_.jobs_waiting_for_memory > 0) tail += ", " + std::to_string(memory_.jobs_waiting_for_memory) + " waiting";
+  if (memory_.remote_slots > 0) {
+    tail += ", remote " + std::to_string(memory_.remote_running) + "/" + std::to_string(memory_.remote_slots);
+  }
   return tail + "]";
 }
 

@@ -122,6 +122,18 @@ TEST_F(RemoteControllerTest, AWalkStopsAfterAWindowOfRefusedEdges) {
   EXPECT_TRUE(Start(*controller, "app", 400));   // the next walk finds it
 }
 
+TEST_F(RemoteControllerTest, TheStatusLineShowsThePoolOnceAJobCanUseIt) {
+  Parse(kProject);
+  auto controller = Make(/*depth=*/2, /*local_cap=*/4);
+  MemoryStatus status;
+  controller->FillStatus(&status);
+  EXPECT_EQ(0, status.remote_slots);  // a host list alone is no farm in use
+  EXPECT_TRUE(Start(*controller, "a.o", 1));
+  controller->FillStatus(&status);
+  EXPECT_EQ(1, status.remote_running);
+  EXPECT_EQ(2, status.remote_slots);
+}
+
 TEST_F(RemoteControllerTest, MemoryAdmissionStillDecides) {
   Parse(kProject);
   auto controller = Make(4, 4);

@@ -678,6 +678,16 @@ TEST_F(StatusPrinterTest, MemoryFieldNeedsAwarenessAndData) {
   EXPECT_EQ(enabled.MemoryTail(), " [mem ?/2.0G]");
 }
 
+// With a compile farm in use, the field says how many of its slots are taken (docs/scale-out.md).
+TEST_F(StatusPrinterTest, MemoryFieldShowsTheFarmsSlotsInUse) {
+  config_.memory.enabled = true;
+  StatusPrinter& printer = MakePrinter(kPty);
+  printer.UpdateMemory({1 * kGiB, 4 * kGiB, 2, 3, 4});
+  EXPECT_EQ(printer.MemoryTail(), " [mem 1.0G/4.0G, 2 waiting, remote 3/4]");
+  printer.UpdateMemory({1 * kGiB, 4 * kGiB, 0, 0, 0});  // no farm in use: nothing about it
+  EXPECT_EQ(printer.MemoryTail(), " [mem 1.0G/4.0G]");
+}
+
 TEST_F(StatusPrinterTest, MemoryUpdateRefreshesTheShowingLineOnly) {
   StatusPrinter& printer = MakePrinter(kPty);
   Edge* a = AddEdge({"a"}, "touch a", "T a");

@@ -26,6 +26,7 @@ class BuildLog;
 class BuildTimeline;
 class Clock;
 class Status;
+struct MemoryStatus;
 
 class MemoryController : public JobController {
  public:
@@ -67,6 +68,7 @@ class MemoryController : public JobController {
     std::function<bool(const Edge*)> ran_remote;         // asked as its job ends, before the history learns it
     std::function<uint64_t(const Edge*)> residual_bytes;  // the prior of a remote job without history
     std::function<std::string(const Edge*)> run_mode;     // as its job ends: TimelineJob::exec_mode
+    std::function<void(MemoryStatus*)> status_fields;     // the farm's part of the status line
   };
   void set_exec_mode_hooks(ExecModeHooks hooks) { exec_mode_hooks_ = std::move(hooks); }
 

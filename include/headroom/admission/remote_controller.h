@@ -24,6 +24,7 @@ namespace headroom {
 class BuildTimeline;
 class Clock;
 class Status;
+struct MemoryStatus;
 
 // Running jobs' process-tree sizes (bytes), as the inner controller's JobMeter sampled them: its CurrentBytes and
 // PeakSoFar. Either may be empty (no measurement: nothing is seen falling back while it runs).
@@ -80,6 +81,8 @@ class RemoteController : public JobController {
   uint64_t ResidualFor(const Edge* edge) { return Residual(*ClassOf(edge).engine); }
 
   const RemoteCounts& counts() const { return remote_.counts(); }
+  // The status line's farm field: jobs on the pool and its slots, once the build has a remote-eligible job.
+  void FillStatus(MemoryStatus* status) const;
   // Remote-eligible jobs are being run as local ones: one fell back and none has completed remote since.
   bool farm_suspect() const { return farm_suspect_; }
   size_t local_running() const { return local_running_; }

@@ -14,6 +14,9 @@ struct MemoryStatus {
   uint64_t used_bytes = 0;
   uint64_t budget_bytes = 0;
   int jobs_waiting_for_memory = 0;
+  // A compile farm's pool (docs/scale-out.md), once the build has a job for it: jobs on it now, its slots.
+  int remote_running = 0;
+  int remote_slots = 0;  // 0: no farm, or none of the build's jobs can use it
 };
 
 class Status {
