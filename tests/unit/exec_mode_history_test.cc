@@ -5,7 +5,6 @@
 
 #include <set>
 
-#include <fmt/format.h>
 
 #include "fakes.h"
 #include "headroom/admission/memory_controller.h"
@@ -48,14 +47,7 @@ class ExecModeHistoryTest : public ::testing::Test {
  protected:
   void SetUp() override {
     const uint64_t total = 8 * 1024 * kMiBytes;
-    fake_.Write("proc/meminfo", fmt::format("MemTotal: {} kB\nMemFree: {} kB\nMemAvailable: {} kB\n", total / 1024,
-                                            total / 1024, total / 1024));
-    fake_.Write("proc/pressure/memory",
-                "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n");
-    fake_.Write("proc/self/cgroup", "0::/\n");
-    fake_.Write("proc/self/mountinfo", "");
-    fake_.Write("proc/vmstat", "oom_kill 0\n");
-    fake_.MakeDir("proc/1");
+    fake_.WriteQuietMachine(total);
   }
 
   // Builds two compiles through distcc; `remote` says whether each starts and ends on the farm.

@@ -77,14 +77,7 @@ class MemoryControllerSlotsTest : public ::testing::Test {
     return SlotsWhileAllRun(total, std::vector<std::string>(static_cast<size_t>(jobs), hint), parallelism);
   }
   size_t SlotsWhileAllRun(uint64_t total, const std::vector<std::string>& hints, int parallelism) {
-    fake_.Write("proc/meminfo", fmt::format("MemTotal: {} kB\nMemFree: {} kB\nMemAvailable: {} kB\n", total / 1024,
-                                            total / 1024, total / 1024));
-    fake_.Write("proc/pressure/memory",
-                "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n");
-    fake_.Write("proc/self/cgroup", "0::/\n");
-    fake_.Write("proc/self/mountinfo", "");
-    fake_.Write("proc/vmstat", "oom_kill 0\n");
-    fake_.MakeDir("proc/1");
+    fake_.WriteQuietMachine(total);
     std::string manifest = "rule touch\n  command = touch $out\n";
     std::string all = "build all: phony";
     for (size_t i = 0; i < hints.size(); ++i) {

@@ -80,14 +80,7 @@ class MemoryControllerTest : public ::testing::Test {
  protected:
   // A machine with `total` bytes, all available, no cgroup limit, quiet pressure.
   void SetUpMachine(uint64_t total) {
-    fake_.Write("proc/meminfo", fmt::format("MemTotal: {} kB\nMemFree: {} kB\nMemAvailable: {} kB\n", total / 1024,
-                                            total / 1024, total / 1024));
-    fake_.Write("proc/pressure/memory",
-                "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n");
-    fake_.Write("proc/self/cgroup", "0::/\n");
-    fake_.Write("proc/self/mountinfo", "");
-    fake_.Write("proc/vmstat", "oom_kill 0\n");
-    fake_.MakeDir("proc/1");
+    fake_.WriteQuietMachine(total);
   }
 
   // Builds `jobs` independent edges with the given memory hint ("" for none) at -j`parallelism`.

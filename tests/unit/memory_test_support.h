@@ -48,6 +48,18 @@ class FakeRoot {
   }
   void MakeDir(const std::string& relative) const { std::filesystem::create_directories(Path(relative)); }
   void Remove(const std::string& relative) const { std::filesystem::remove_all(Path(relative)); }
+  // A machine with `total_bytes`, all of it available, no cgroup limit, no memory pressure, no OOM kill yet.
+  void WriteQuietMachine(uint64_t total_bytes) const {
+    const uint64_t kb = total_bytes / 1024;
+    Write("proc/meminfo", "MemTotal: " + std::to_string(kb) + " kB\nMemFree: " + std::to_string(kb) +
+                              " kB\nMemAvailable: " + std::to_string(kb) + " kB\n");
+    Write("proc/pressure/memory",
+          "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n");
+    Write("proc/self/cgroup", "0::/\n");
+    Write("proc/self/mountinfo", "");
+    Write("proc/vmstat", "oom_kill 0\n");
+    MakeDir("proc/1");
+  }
 
  private:
   std::string root_;
