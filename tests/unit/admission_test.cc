@@ -352,7 +352,7 @@ TEST(AdmissionPassTest, AnExclusiveHeadKeepsMemoryFromJobsThatWouldDelayItsPredi
   quick.expected_ms = 5'000;
   EXPECT_TRUE(pass.Consider(quick).admit);
   Candidate unknown = Cand(6, 1 * kGiB);  // no duration: counted against the spare (2 GiB left of it)
-  AdmissionPass roomy(policy, reading, {first}, 1'000);  // the pass keeps a reference to the reading
+  AdmissionPass roomy(policy, reading, {first}, 1'000);
   roomy.Consider(Cand(2, 10 * kGiB));
   EXPECT_TRUE(roomy.Consider(unknown).admit);
 }
@@ -375,8 +375,7 @@ TEST(AdmissionPassTest, NothingIsHeldForAHeadThatIsNotExclusiveOrWaitsForAJobWit
   ASSERT_TRUE(hold);
   EXPECT_EQ(hold->start_ms, 12'000);
   AdmissionPolicy off({.reserve_bytes = 1 * kGiB, .hold_for_exclusive_head = false});
-  const MemoryReading reading = Reading(16 * kGiB, 7 * kGiB);  // the pass keeps a reference to it
-  AdmissionPass pass(off, reading, {predicted}, 1'000);
+  AdmissionPass pass(off, Reading(16 * kGiB, 7 * kGiB), {predicted}, 1'000);  // a temporary: the pass copies it
   pass.Consider(head);
   Candidate long_job = Cand(4, 5 * kGiB + 1);
   long_job.expected_ms = 20'000;

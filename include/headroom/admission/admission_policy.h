@@ -199,7 +199,7 @@ class AdmissionPass {
   std::optional<AdmissionDecision> HoldFor(const Candidate& candidate);
 
   const AdmissionPolicy& policy_;
-  const MemoryReading& reading_;
+  const MemoryReading reading_;  // a copy: a pass may outlive the reading it was given
   std::vector<RunningJob> running_;
   int64_t now_ms_;
   bool head_seen_ = false;        // the first candidate waiting for memory was seen.

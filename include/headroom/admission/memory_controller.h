@@ -178,7 +178,7 @@ class MemoryController : public JobController {
   int64_t pass_reading_ms_ = -1;  // when pass_reading_ was taken; -1: read afresh at the next pass
   static constexpr int64_t kReadingReuseMs = 20;
   static constexpr uint64_t kFreshReadingAfterBytes = 32ull << 20;  // a job this large ending frees memory
-  std::optional<AdmissionPass> pass_;  // the current walk over ready edges (reads pass_reading_)
+  std::optional<AdmissionPass> pass_;  // the current walk over ready edges (with a copy of pass_reading_)
   int pass_waits_ = 0;                 // candidates the current walk refused
   // A walk looks at no more than this many refused candidates (see MayStart); -t plan's simulator looks at the
   // first 256 ready candidates of a tick, a close model.
