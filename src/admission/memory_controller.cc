@@ -341,6 +341,9 @@ void MemoryController::JobStarted(Edge* edge, JobId id, ProcessRunner* runner) {
   if (state.estimate.duration_ms > 0) running.job.expected_end_ms = now + state.estimate.duration_ms;
   running.job.runs_alone = state.must_run_alone;
   running.job.heavy = state.estimate.peak_bytes >= policy_.config().heavy_threshold;
+  // The last tick's figure, not a fresh read: a hit between that tick and now can only make a failure look
+  // like the cap's doing (one retry), never hide one.
+  if (guard_active()) running.guard_limit_hits_at_start = guard_->limit_hits();
   parts_.meter->JobStarted(pending_meter_key_, runner->ProcessGroupOf(id));
   RecordJobStart(&running, edge, state, now);
   running_.emplace(id, std::move(running));
@@ -431,18 +434,22 @@ bool MemoryController::JobFinished(Edge* edge, JobExit* exit) {
   const JobMemoryResult result = parts_.meter->Finish(metered);
   if (result.peak_bytes >= kFreshReadingAfterBytes) pass_reading_ms_ = -1;
 
+  const bool failed_at_limit =
+      !running.safety_killed && !result.oom.oom_killed && FailedAtGuardLimit(edge, running, *exit);
   HistoryRecord record;
   record.peak_bytes = std::max(result.peak_bytes, running.job.peak_rss);
   record.duration_ms = exit->wall_ms;
   record.method = ToPeakMethod(result.peak_source);
-  record.outcome = running.safety_killed      ? JobOutcome::kSafetyKilled
-                   : result.oom.oom_killed    ? JobOutcome::kOomKilled
-                                              : JobOutcome::kCompleted;
+  // A failure at the guard's limit is recorded as headroom's kill: its peak is where the cap stopped it, a
+  // lower bound like a killed job's.
+  record.outcome = running.safety_killed || failed_at_limit ? JobOutcome::kSafetyKilled
+                   : result.oom.oom_killed                  ? JobOutcome::kOomKilled
+                                                            : JobOutcome::kCompleted;
   RecordJobEnd(running, parts_.clock->NowMs(), record.peak_bytes, PeakSourceName(result.peak_source),
-               record.outcome == JobOutcome::kSafetyKilled ? "safety-killed"
-               : record.outcome == JobOutcome::kOomKilled  ? "oom-killed"
-               : exit->success()                           ? "ok"
-                                                           : "failed",
+               running.safety_killed     ? "safety-killed"
+               : result.oom.oom_killed   ? "oom-killed"
+               : exit->success()         ? "ok"
+                                         : "failed",
                exit->ExitStatusCode());
   if (timeline_ && exec_mode_hooks_.run_mode) timeline_->SetExecMode(running.timeline_job, exec_mode_hooks_.run_mode(edge));
   slot_costs_.JobEnded(exit->id, record.peak_bytes);  // a job that held slots teaches what one costs
@@ -457,25 +464,34 @@ bool MemoryController::JobFinished(Edge* edge, JobExit* exit) {
     requeues_.erase(edge);
     return false;
   }
-  return HandleMemoryFailure(edge, state, result, running.safety_killed, exit);
+  const MemoryFailureKind kind = running.safety_killed ? MemoryFailureKind::kHeadroomKill
+                                 : failed_at_limit       ? MemoryFailureKind::kFailedAtLimit
+                                                         : MemoryFailureKind::kKernelOomKill;
+  return HandleMemoryFailure(edge, state, result, kind, exit);
 }
 
 bool MemoryController::HandleMemoryFailure(Edge* edge, EdgeState& state, const JobMemoryResult& result,
-                                           bool safety_killed, JobExit* exit) {
+                                           MemoryFailureKind kind, JobExit* exit) {
   const int64_t now = parts_.clock->NowMs();
-  if (!safety_killed) {
+  Requeue& requeue = requeues_[edge];
+  if (kind == MemoryFailureKind::kKernelOomKill) {
     ++decisions_.oom_kills;
     RecordMarker("oom", OutputOf(edge), "the kernel's OOM killer ended it (" + result.oom.explanation + ")", now);
+  } else if (kind == MemoryFailureKind::kFailedAtLimit) {
+    ++decisions_.limit_failures;
+    ++requeue.limit_failures;
+    RecordMarker("limit", OutputOf(edge), "it failed while the build was at its memory limit", now);
   }
-  Requeue& requeue = requeues_[edge];
   ++requeue.memory_failures;
   state.settled = false;  // its kill is in the history now: the next look re-predicts
   const uint64_t peak = result.peak_bytes;
   RequeueDecision decision =
-      DecideRequeue(requeue.memory_failures, peak, state.estimate.peak_bytes, budget_bytes_, !safety_killed);
+      DecideRequeue(requeue.memory_failures, peak, state.estimate.peak_bytes, budget_bytes_, kind);
   if (decision.kind == RequeueDecision::Kind::kGiveUp) {
-    std::string reason = safety_killed ? "headroom stopped it to keep the machine alive"
-                                       : "the kernel's OOM killer ended it (" + result.oom.explanation + ")";
+    std::string reason = kind == MemoryFailureKind::kHeadroomKill ? "headroom stopped it to keep the machine alive"
+                         : kind == MemoryFailureKind::kFailedAtLimit
+                             ? "it failed while the build was at its memory limit"
+                             : "the kernel's OOM killer ended it (" + result.oom.explanation + ")";
     if (!exit->output.empty() && exit->output.back() != '\n') exit->output.push_back('\n');
     exit->output += "headroom: " + reason + "; " + decision.message + "\n";
     RecordMarker("gave-up", OutputOf(edge), decision.message, now);
@@ -486,7 +502,13 @@ bool MemoryController::HandleMemoryFailure(Edge* edge, EdgeState& state, const J
   state.estimate.peak_bytes = std::max(state.estimate.peak_bytes, decision.new_estimate);
   requeue.floor = state.estimate.peak_bytes;  // sticky: re-predictions never go below it.
   state.must_run_alone = decision.kind == RequeueDecision::Kind::kRetryAlone;
-  parts_.status->Warning(decision.message);
+  if (kind == MemoryFailureKind::kFailedAtLimit) {
+    // Its output is not shown (the retry's will be): the warning names the job, -d explain says why.
+    parts_.status->Warning("'" + OutputOf(edge) + "' " + decision.message);
+    ExplainLimitRetry(edge, *exit, decision.message);
+  } else {
+    parts_.status->Warning(decision.message);
+  }
   return true;
 }
 
@@ -552,6 +574,39 @@ void MemoryController::CheckGuard(int64_t now, ProcessRunner* runner) {
   ++decisions_.guard_kills;
   ApplySafetyAction(SafetyAction{SafetyAction::Kind::kKill, *victim, check.detail + "; killing the youngest job"},
                     runner);
+}
+
+// Interrupt-like ends (as the builder reads them) stop the build; they are never retried.
+static bool EndedLikeAnInterrupt(const JobExit& exit) {
+  if (exit.exited_normally) return exit.exit_code == 130;
+  return exit.term_signal == SIGINT || exit.term_signal == SIGTERM || exit.term_signal == SIGHUP;
+}
+
+// Under the v1 guard a page fault at the limit waits, but a charge inside a system call fails: a job writing
+// a tmpfs file (a compiler's temp file in a tmpfs /tmp, /dev/shm) gets ENOMEM and exits non-zero. The limit
+// counter rising during its run is the sign; it also rises when the kernel only reclaimed cache, so a real
+// error that happens then costs one retry, and a second failure is shown as ninja shows it.
+bool MemoryController::FailedAtGuardLimit(const Edge* edge, const Running& running, const JobExit& exit) {
+  if (exit.success() || EndedLikeAnInterrupt(exit) || !guard_active()) return false;
+  if (auto it = requeues_.find(edge); it != requeues_.end() && it->second.limit_failures > 0) return false;
+  return guard_->ReadLimitHits() > running.guard_limit_hits_at_start;
+}
+
+// The failed attempt's output is dropped, so -d explain keeps its last line: enough to see an ENOMEM.
+void MemoryController::ExplainLimitRetry(const Edge* edge, const JobExit& exit, const std::string& decision) {
+  if (!explain_) return;
+  constexpr size_t kMaxQuoted = 200;
+  std::string_view output = exit.output;
+  while (!output.empty() && (output.back() == '\n' || output.back() == '\r')) output.remove_suffix(1);
+  const size_t newline = output.find_last_of('\n');
+  std::string_view last_line = newline == std::string_view::npos ? output : output.substr(newline + 1);
+  if (last_line.size() > kMaxQuoted) last_line = last_line.substr(0, kMaxQuoted);
+  std::string message = "retrying '" + OutputOf(edge) + "': it exited with " +
+                        std::to_string(exit.ExitStatusCode()) + " after the build hit its " +
+                        FormatBytes(guard_->limit_bytes()) +
+                        " limit, where a write to memory-backed files fails instead of waiting (" + decision + ")";
+  if (!last_line.empty()) message += "; its last output: " + std::string(last_line);
+  Explain(message);
 }
 
 // The build is stopping with jobs still running: lift the cap and thaw them first, so that none waits at

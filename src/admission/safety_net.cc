@@ -84,9 +84,18 @@ std::optional<uint64_t> ChooseGuardVictim(std::span<const RunningJob> running, b
 
 RequeueDecision DecideRequeue(int failures, uint64_t observed_peak, uint64_t previous_estimate, uint64_t budget,
                               bool killed_by_kernel, const RequeueConfig& config) {
+  return DecideRequeue(failures, observed_peak, previous_estimate, budget,
+                       killed_by_kernel ? MemoryFailureKind::kKernelOomKill : MemoryFailureKind::kHeadroomKill,
+                       config);
+}
+
+RequeueDecision DecideRequeue(int failures, uint64_t observed_peak, uint64_t previous_estimate, uint64_t budget,
+                              MemoryFailureKind kind, const RequeueConfig& config) {
   uint64_t raised = std::max(previous_estimate,
                              static_cast<uint64_t>(static_cast<double>(observed_peak) * config.raise_factor));
-  const char* how = killed_by_kernel ? "OOM-killed" : "killed to save memory";
+  const char* how = kind == MemoryFailureKind::kKernelOomKill  ? "OOM-killed"
+                    : kind == MemoryFailureKind::kHeadroomKill ? "killed to save memory"
+                                                               : "failed at the build's memory limit";
   if (failures >= config.max_attempts) {
     return {RequeueDecision::Kind::kGiveUp, raised,
             fmt::format("{} at {}, budget {}, after {} attempt(s): raise --mem-budget or free memory", how,

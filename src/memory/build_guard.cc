@@ -171,6 +171,8 @@ bool BuildGuard::ArmV1(std::string* err) {
     return false;
   }
   oom_control_ = KernelFile(dir + "/memory.oom_control");
+  failcnt_ = KernelFile(dir + "/memory.failcnt");
+  ReadLimitHits();  // a job started before the first tick compares with this
   // The notification only wakes a check sooner; under_oom is read every tick regardless, so failing to
   // register (a fake tree, an old kernel) costs nothing but that.
   oom_eventfd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -205,6 +207,7 @@ bool BuildGuard::ArmV2(std::string* err) {
     last_max_ = ParseKeyedValue(text, "max").value_or(0);
     last_oom_ = ParseKeyedValue(text, "oom").value_or(0);
     last_oom_kill_ = ParseKeyedValue(text, "oom_kill").value_or(0);
+    limit_hits_ = last_max_;
   }
   return true;
 }
@@ -279,8 +282,23 @@ GuardCheck BuildGuard::Check(int64_t now_ms) {
   return options_.version == CgroupVersion::kV1 ? CheckV1() : CheckV2(now_ms);
 }
 
+uint64_t BuildGuard::ReadLimitHits() {
+  std::string text, err;
+  if (options_.version == CgroupVersion::kV1) {
+    if (failcnt_.Read(&text, &err)) NoteLimitHits(ParseSingleNumber(text));
+  } else if (events_.Read(&text, &err)) {
+    NoteLimitHits(ParseKeyedValue(text, "max"));
+  }
+  return limit_hits_;
+}
+
+void BuildGuard::NoteLimitHits(std::optional<uint64_t> hits) {
+  if (hits) limit_hits_ = std::max(limit_hits_, *hits);
+}
+
 GuardCheck BuildGuard::CheckV1() {
   GuardCheck check;
+  ReadLimitHits();
   if (oom_eventfd_ >= 0) {
     uint64_t events;
     ssize_t ignored = read(oom_eventfd_, &events, sizeof events);  // drained; under_oom below decides
@@ -312,6 +330,7 @@ GuardCheck BuildGuard::CheckV2(int64_t now_ms) {
   last_max_ = max;
   last_oom_ = oom;
   last_oom_kill_ = oom_kill;
+  NoteLimitHits(max);
 
   uint64_t current = 0;
   if (current_.Read(&text, &err)) current = ParseSingleNumber(text).value_or(0);

@@ -76,9 +76,17 @@ std::string HeavyJobLine(const TimelineJob& job) {
 
 // What protected the build from the kernel's OOM killer, and what that cost.
 std::string GuardLine(const MemoryDecisions& decisions) {
-  if (decisions.guard_stalls == 0) return decisions.guard;
-  return decisions.guard + "; stalled at the limit " + Counted(decisions.guard_stalls, "time", "times") + ", " +
-         Counted(decisions.guard_kills, "job", "jobs") + " killed and requeued";
+  std::string line = decisions.guard;
+  if (decisions.guard_stalls) {
+    line += "; stalled at the limit " + Counted(decisions.guard_stalls, "time", "times") + ", " +
+            Counted(decisions.guard_kills, "job", "jobs") + " killed and requeued";
+  }
+  if (decisions.limit_failures) {
+    line += "; " + Counted(decisions.limit_failures, "job", "jobs") +
+            (decisions.limit_failures == 1 ? " failed at the limit and was requeued"
+                                           : " failed at the limit and were requeued");
+  }
+  return line;
 }
 
 }  // namespace
@@ -106,6 +114,7 @@ void AddDecisions(MemoryDecisions* total, const MemoryDecisions& pass) {
   if (pass.budget_bytes) total->budget_bytes = pass.budget_bytes;
   total->guard_stalls += pass.guard_stalls;
   total->guard_kills += pass.guard_kills;
+  total->limit_failures += pass.limit_failures;
   if (!pass.guard.empty()) total->guard = pass.guard;
   total->remote_jobs += pass.remote_jobs;
   total->remote_fallbacks += pass.remote_fallbacks;

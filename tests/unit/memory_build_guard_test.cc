@@ -116,6 +116,25 @@ TEST(BuildGuardV1Test, NoGroupOrNoBudgetMeansNoGuard) {
   EXPECT_NE(err.find("budget"), std::string::npos) << err;
 }
 
+// The limit counter: memory.failcnt on v1, read by each tick and afresh at a job's end, and never going down.
+TEST(BuildGuardV1Test, LimitHitsFollowTheGroupsFailcnt) {
+  FakeV1Build build;
+  build.options.start_watcher = false;
+  build.fake.Write("mem/hr/memory.failcnt", "5\n");
+  std::string err;
+  auto guard = BuildGuard::Arm(build.options, &err);
+  ASSERT_NE(guard, nullptr) << err;
+  EXPECT_EQ(guard->limit_hits(), 5u) << "counted from arming, so a job started before the first tick compares";
+  build.fake.Write("mem/hr/memory.failcnt", "9\n");
+  EXPECT_EQ(guard->limit_hits(), 5u) << "limit_hits() is the last check's figure, no read";
+  guard->Check(1000);
+  EXPECT_EQ(guard->limit_hits(), 9u);
+  build.fake.Write("mem/hr/memory.failcnt", "12\n");
+  EXPECT_EQ(guard->ReadLimitHits(), 12u);
+  build.fake.Write("mem/hr/memory.failcnt", "0\n");  // someone reset it: a job's start must not look later
+  EXPECT_EQ(guard->ReadLimitHits(), 12u);
+}
+
 // --- The watcher: the guard's owner dying (any way) must not leave the build capped and paused.
 
 TEST(BuildGuardWatcherTest, UndoesTheGuardWhenItsOwnerGoesAwayWithoutReleasing) {
@@ -276,6 +295,23 @@ TEST(BuildGuardV2Test, ReachingMaxIsAStallAndKernelKillsAreCounted) {
   EXPECT_EQ(guard->Check(1400).kernel_oom_kills, 0u) << "each kill is reported once";
 }
 
+// v2's counter is memory.events "max"; reading it at a job's end must not hide the rise from the next tick.
+TEST(BuildGuardV2Test, LimitHitsFollowMemoryEventsMax) {
+  FakeV2Build build;
+  build.Events(3, 4, 0, 0);
+  std::string err;
+  auto guard = BuildGuard::Arm(build.options, &err);
+  ASSERT_NE(guard, nullptr) << err;
+  EXPECT_EQ(guard->limit_hits(), 4u);
+  build.Events(3, 6, 0, 0);
+  EXPECT_EQ(guard->limit_hits(), 4u);
+  EXPECT_EQ(guard->ReadLimitHits(), 6u);
+  EXPECT_TRUE(guard->Check(1000).stalled) << "the tick still sees memory.max reached";
+  build.Events(3, 8, 0, 0);
+  guard->Check(1200);
+  EXPECT_EQ(guard->limit_hits(), 8u);
+}
+
 TEST(BuildGuardV2Test, ReleaseLiftsBothLimitsAndThawsJobs) {
   FakeV2Build build;
   std::string err;
@@ -348,6 +384,23 @@ TEST(GuardSummaryTest, SaysWhatGuardsTheBuildAndWhatItCost) {
   lines = SummaryLines(timeline, total);
   EXPECT_NE(std::find(lines.begin(), lines.end(),
                       "build guard: cgroup v1; stalled at the limit 2 times, 3 jobs killed and requeued"),
+            lines.end());
+
+  MemoryDecisions failed_at_limit;
+  failed_at_limit.guard = "build guard: cgroup v1";
+  failed_at_limit.limit_failures = 1;
+  failed_at_limit.requeues = 1;
+  MemoryDecisions only_failures;
+  AddDecisions(&only_failures, failed_at_limit);
+  lines = SummaryLines(timeline, only_failures);
+  EXPECT_NE(std::find(lines.begin(), lines.end(), "build guard: cgroup v1; 1 job failed at the limit and was requeued"),
+            lines.end());
+  AddDecisions(&total, failed_at_limit);
+  AddDecisions(&total, failed_at_limit);
+  lines = SummaryLines(timeline, total);
+  EXPECT_NE(std::find(lines.begin(), lines.end(),
+                      "build guard: cgroup v1; stalled at the limit 2 times, 3 jobs killed and requeued; 2 jobs "
+                      "failed at the limit and were requeued"),
             lines.end());
 }
 

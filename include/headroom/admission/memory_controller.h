@@ -114,6 +114,7 @@ class MemoryController : public JobController {
   struct Requeue {
     uint64_t floor = 0;  // raised estimate of an OOM requeue: newer class figures never lower it
     int memory_failures = 0;
+    int limit_failures = 0;  // failures at the guard's limit (FailedAtGuardLimit): requeued once only
   };
   struct Running {
     Edge* edge = nullptr;
@@ -122,6 +123,7 @@ class MemoryController : public JobController {
     bool safety_killed = false;
     bool frozen_by_signal = false;  // SIGSTOP rather than a cgroup freezer
     size_t timeline_job = 0;        // its entry in timeline_, when there is one
+    uint64_t guard_limit_hits_at_start = 0;  // BuildGuard::limit_hits() when it started
     RunningJob job;
   };
 
@@ -151,7 +153,7 @@ class MemoryController : public JobController {
   void Resume(const Running& running, ProcessRunner* runner);
   std::vector<RunningJob> RunningJobs() const;
   Running* FindByKey(uint64_t key);
-  bool HandleMemoryFailure(Edge* edge, EdgeState& state, const JobMemoryResult& result, bool safety_killed,
+  bool HandleMemoryFailure(Edge* edge, EdgeState& state, const JobMemoryResult& result, MemoryFailureKind kind,
                            JobExit* exit);
   void PublishStatus(const MemoryReading& reading);
   void Explain(const std::string& message) const;
@@ -193,6 +195,10 @@ class MemoryController : public JobController {
   MemoryReading first_reading_;      // the reading the budget was fixed from
   void CheckGuard(int64_t now, ProcessRunner* runner);
   void ReleaseGuardForAbort();
+  // The job failed (not killed by headroom or the kernel) and the guard's limit was hit while it ran, for
+  // the first time for this edge: the failure may be the cap's doing (a tmpfs write gets ENOMEM there).
+  bool FailedAtGuardLimit(const Edge* edge, const Running& running, const JobExit& exit);
+  void ExplainLimitRetry(const Edge* edge, const JobExit& exit, const std::string& decision);
   BuildGuard* guard_ = nullptr;      // owned by the meter; nullptr: no guard
   ProcessRunner* runner_ = nullptr;  // the last runner seen, to continue SIGSTOPped jobs on abort
   bool guard_stalled_ = false;       // the last check found a stall (counts episodes, not ticks)

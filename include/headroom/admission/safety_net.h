@@ -68,8 +68,16 @@ struct RequeueDecision {
   std::string message;  // for kGiveUp the build error; otherwise a one-line notice.
 };
 
-// Decides what to do with a job that was killed for memory (by the kernel's OOM killer or the safety net).
-// `failures` counts this failure (1 on the first). The estimate never goes down.
+// How a job ended for memory: the kernel's OOM killer; headroom's kill (the safety net or the build guard);
+// or it failed while the build guard's cap refused a charge made inside a system call (a write to a tmpfs
+// file gets ENOMEM there rather than waiting; build_guard.h, limit_hits()).
+enum class MemoryFailureKind { kKernelOomKill, kHeadroomKill, kFailedAtLimit };
+
+// Decides what to do with a job that ended for memory. `failures` counts this failure (1 on the first).
+// The estimate never goes down.
+RequeueDecision DecideRequeue(int failures, uint64_t observed_peak, uint64_t previous_estimate, uint64_t budget,
+                              MemoryFailureKind kind, const RequeueConfig& config = {});
+// The same, for a kill: by the kernel's OOM killer, or else by headroom.
 RequeueDecision DecideRequeue(int failures, uint64_t observed_peak, uint64_t previous_estimate, uint64_t budget,
                               bool killed_by_kernel, const RequeueConfig& config = {});
 

@@ -59,6 +59,13 @@ class BuildGuard {
   // Once per tick. v1: drains the OOM eventfd and reads under_oom. v2: memory.events (high, max, oom,
   // oom_kill), memory.current against memory.high, and the group's PSI.
   GuardCheck Check(int64_t now_ms);
+  // A count that rises each time a charge met the build's limit: v1 memory.failcnt, v2 memory.events "max".
+  // At the limit page faults wait, but a charge made inside a system call (a write to a tmpfs file) fails
+  // with ENOMEM, so a job that failed while this rose may have failed because of the cap. It also rises
+  // when the kernel merely reclaimed page cache to make room, so it says "may", never "did".
+  // limit_hits(): as of the last Check() (each tick reads it); ReadLimitHits(): read now, e.g. at a job's end.
+  uint64_t limit_hits() const { return limit_hits_; }
+  uint64_t ReadLimitHits();
   // Undoes the guard now (the build is stopping: nothing may stay paused) and dismisses the watcher.
   void Release();
 
@@ -82,6 +89,7 @@ class BuildGuard {
   void DismissWatcher(char verdict);
   GuardCheck CheckV1();
   GuardCheck CheckV2(int64_t now_ms);
+  void NoteLimitHits(std::optional<uint64_t> hits);
   GuardUndoPlan UndoPlan() const;
 
   BuildGuardOptions options_;
@@ -93,6 +101,8 @@ class BuildGuard {
   KernelFile events_;
   KernelFile current_;
   KernelFile pressure_;
+  KernelFile failcnt_;        // v1: memory.failcnt (v2's count is memory.events "max")
+  uint64_t limit_hits_ = 0;   // never goes down, whatever a read returns
   uint64_t last_high_ = 0, last_max_ = 0, last_oom_ = 0, last_oom_kill_ = 0;
   std::optional<uint64_t> last_pressure_total_us_;
   int64_t last_check_ms_ = -1;

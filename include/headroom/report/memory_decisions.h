@@ -19,6 +19,7 @@ struct MemoryDecisions {
   uint64_t budget_bytes = 0;
   int guard_stalls = 0;          // times the build guard found the build stalled at its limit
   int guard_kills = 0;           // jobs killed (and requeued) to end such a stall; also in safety_kills
+  int limit_failures = 0;        // jobs that failed while the guard's cap was hit during their run, requeued
   std::string guard;             // "build guard: ..." or "no build guard: ...", for the summary
   // Scale-out (docs/scale-out.md), when the build had a remote pool: remote-eligible jobs that ran on the farm,
   // those seen compiling here instead, jobs counted as local, and the most remote jobs at once.
