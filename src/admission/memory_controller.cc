@@ -592,20 +592,19 @@ bool MemoryController::FailedAtGuardLimit(const Edge* edge, const Running& runni
   return guard_->ReadLimitHits() > running.guard_limit_hits_at_start;
 }
 
-// The failed attempt's output is dropped, so -d explain keeps its last line: enough to see an ENOMEM.
+// The failed attempt's output is dropped, so -d explain keeps its first line: where tools put the error
+// (dd, a compiler), enough to see an ENOMEM.
 void MemoryController::ExplainLimitRetry(const Edge* edge, const JobExit& exit, const std::string& decision) {
   if (!explain_) return;
   constexpr size_t kMaxQuoted = 200;
   std::string_view output = exit.output;
-  while (!output.empty() && (output.back() == '\n' || output.back() == '\r')) output.remove_suffix(1);
-  const size_t newline = output.find_last_of('\n');
-  std::string_view last_line = newline == std::string_view::npos ? output : output.substr(newline + 1);
-  if (last_line.size() > kMaxQuoted) last_line = last_line.substr(0, kMaxQuoted);
+  output.remove_prefix(std::min(output.size(), output.find_first_not_of("\r\n")));
+  std::string_view first_line = output.substr(0, std::min(output.find_first_of("\r\n"), kMaxQuoted));
   std::string message = "retrying '" + OutputOf(edge) + "': it exited with " +
                         std::to_string(exit.ExitStatusCode()) + " after the build hit its " +
                         FormatBytes(guard_->limit_bytes()) +
                         " limit, where a write to memory-backed files fails instead of waiting (" + decision + ")";
-  if (!last_line.empty()) message += "; its last output: " + std::string(last_line);
+  if (!first_line.empty()) message += "; its output began: " + std::string(first_line);
   Explain(message);
 }
 
