@@ -479,8 +479,7 @@ bool MemoryController::HandleMemoryFailure(Edge* edge, EdgeState& state, const J
     RecordMarker("oom", OutputOf(edge), "the kernel's OOM killer ended it (" + result.oom.explanation + ")", now);
   } else if (kind == MemoryFailureKind::kFailedAtLimit) {
     ++decisions_.limit_failures;
-    ++requeue.limit_failures;
-    RecordMarker("limit", OutputOf(edge), "it failed while the build was at its memory limit", now);
+    ++requeue.limit_failures;  // its "requeue" (or "gave-up") marker below says why
   }
   ++requeue.memory_failures;
   state.settled = false;  // its kill is in the history now: the next look re-predicts

@@ -2,10 +2,13 @@
 // undoes the guard when its owner dies, victim choice, and real v1 cgroups (root: fail on CI, skip elsewhere).
 #include "headroom/memory/build_guard.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -497,6 +500,67 @@ TEST_F(RealGuardTest, WatcherFreesAPausedTaskWhenTheGuardsOwnerIsGone) {
   struct stat st;
   EXPECT_NE(stat(cgroups_->build_dir().c_str(), &st), 0) << "the watcher removes the emptied cgroups";
   EXPECT_TRUE(cgroups_->RemoveJob(1, &err)) << err;
+}
+
+// Starts `dd` writing `mb` MiB to the tmpfs file `path` inside `cgroup_dir` (its messages discarded).
+pid_t StartTmpfsWriter(const std::string& cgroup_dir, const std::string& path, int mb) {
+  const std::string procs = cgroup_dir + "/cgroup.procs", of = "of=" + path, count = fmt::format("count={}", mb);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open(procs.c_str(), O_WRONLY);
+    if (fd < 0 || write(fd, "0", 1) != 1) _exit(126);
+    close(fd);
+    int null_fd = open("/dev/null", O_WRONLY);
+    dup2(null_fd, STDERR_FILENO);
+    execlp("dd", "dd", "if=/dev/zero", of.c_str(), "bs=1M", count.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  return pid;
+}
+
+// The kernel fact behind requeuing failures at the limit (build-guard.md): at a v1 limit with the OOM killer
+// off, a write to a tmpfs file fails with ENOMEM instead of waiting, nothing is OOM-killed, and memory.failcnt,
+// the guard's limit counter, rises. (The writer may then also wait at a page fault, its text reclaimed at the
+// limit; a stall lifts the guard here, as headroom's kill of another job would free memory.)
+TEST_F(RealGuardTest, ATmpfsWriteAtTheLimitFailsAndTheLimitCounterRises) {
+  struct stat shm_dir;
+  HEADROOM_REQUIRE_OR_SKIP(stat("/dev/shm", &shm_dir) == 0, "needs /dev/shm");
+  Arm(150 * kMiB);
+  std::string err;
+  std::string holder_dir = cgroups_->CreateJob(1, &err);
+  std::string writer_dir = cgroups_->CreateJob(2, &err);
+  ASSERT_FALSE(holder_dir.empty() || writer_dir.empty()) << err;
+  auto holder = memory_test::StartMemhog({"--mb", "110", "--hold-ms", "600000"}, holder_dir);
+  ASSERT_TRUE(memory_test::WaitForPeak(holder));
+  const uint64_t hits_before = guard_->ReadLimitHits();
+  const std::string shm = fmt::format("/dev/shm/headroom-guard-test-{}", getpid());
+  struct RemovedAtExit {
+    const std::string& path;
+    ~RemovedAtExit() { unlink(path.c_str()); }  // also when an assertion ends the test early
+  } shm_cleanup{shm};
+  const pid_t writer = StartTmpfsWriter(writer_dir, shm, 80);
+  ASSERT_GT(writer, 0);
+  const int writer_fd = static_cast<int>(syscall(SYS_pidfd_open, writer, 0));
+  ASSERT_GE(writer_fd, 0) << "pidfd_open (Linux 5.3)";
+  for (bool released = false;;) {
+    pollfd fds[2] = {{writer_fd, POLLIN, 0}, {released ? -1 : guard_->notify_fd(), POLLIN, 0}};
+    ASSERT_GT(poll(fds, 2, 20'000), 0) << "the writer neither ended nor stalled";
+    if (fds[0].revents & POLLIN) break;
+    if (guard_->Check(0).stalled) {
+      guard_->Release();
+      released = true;
+    }
+  }
+  close(writer_fd);
+  int status = 0;
+  ASSERT_EQ(waitpid(writer, &status, 0), writer);
+  kill(-holder.pid, SIGKILL);
+  memory_test::ReapMemhog(holder, 1);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0) << "dd's write should have failed with ENOMEM";
+  EXPECT_GT(guard_->ReadLimitHits(), hits_before);
+  EXPECT_EQ(OomKills(cgroups_->build_dir()) + OomKills(holder_dir) + OomKills(writer_dir), 0u);
+  EXPECT_TRUE(cgroups_->RemoveJob(1, &err)) << err;
+  EXPECT_TRUE(cgroups_->RemoveJob(2, &err)) << err;
 }
 
 }  // namespace
