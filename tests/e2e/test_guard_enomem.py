@@ -4,6 +4,7 @@ file in a tmpfs /tmp in real builds) while the build is at its limit gets ENOMEM
 requeue it once instead of failing the build, with 0 kernel OOM kills, in a real cgroup box (root; CI runs as root)."""
 
 import os
+import shutil
 import subprocess
 import sys
 import uuid
@@ -57,6 +58,18 @@ def shm_file():
     path.unlink(missing_ok=True)
 
 
+def cache_tools_outside_the_box():
+    """Read the jobs' programs into the page cache from here, outside the box, so their pages are charged to this
+    cgroup and not the box's. Otherwise (a fresh CI machine, or after drop_caches) the box's own reclaim at its limit
+    may evict the text of dd itself; dd then waits at a page fault instead of failing its write with ENOMEM, and the
+    guard, rightly, ends that stall by killing the holder: a different path, tested in tests/e2e/test_memory_box.py."""
+    for tool in ("sh", "dd", "touch", "rm"):
+        Path(shutil.which(tool)).read_bytes()
+    Path(memhog_path()).read_bytes()
+    subprocess.run(["dd", "if=/dev/zero", "of=/dev/null", "bs=1M", "count=1"], check=True, capture_output=True)
+    subprocess.run(["sh", "-c", "touch /dev/null && rm -f /dev/shm/hr-e2e-nothing"], check=True)
+
+
 def manifest(shm: Path) -> str:
     # The holder starts after `a`, so it is younger than the writer: if the writer waits at a page fault after its
     # ENOMEM, the guard kills the holder (the youngest job holding memory), never the writer.
@@ -91,6 +104,7 @@ def test_a_tmpfs_write_that_fails_at_the_guards_limit_is_retried(tmp_path, box_f
     (tmp_path / "build.ninja").write_text(manifest(shm_file))
     for fifo in ("go.fifo", "done.fifo"):
         os.mkfifo(tmp_path / fifo)
+    cache_tools_outside_the_box()
     result = box.run([harness.headroom_binary(), "-j2", "--mem-budget=400M", "-d", "explain"], cwd=tmp_path,
                      timeout=180)
     output = result.stdout + result.stderr
@@ -117,6 +131,7 @@ def test_a_real_failure_at_the_limit_fails_after_one_retry(tmp_path, box_factory
     (tmp_path / "build.ninja").write_text(manifest(shm_file))
     for fifo in ("go.fifo", "done.fifo"):
         os.mkfifo(tmp_path / fifo)
+    cache_tools_outside_the_box()
     result = box.run([harness.headroom_binary(), "-j2", "--mem-budget=400M"], cwd=tmp_path, timeout=180)
     output = result.stdout + result.stderr
     assert result.returncode == 3, output  # the failed command's exit code, as ninja 1.13 returns it
