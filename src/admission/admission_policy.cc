@@ -21,9 +21,14 @@ AdmissionDecision Wait(WaitKind kind, std::string reason) { return {false, kind,
 
 }  // namespace
 
-std::string DescribeDefaultReserve() {
-  return fmt::format("max({:g}% of budget, min({}, {:g}% of budget))", kDefaultReserveFraction * 100,
-                     FormatBytes(kDefaultReserveFloor), kDefaultReserveFloorMaxFraction * 100);
+std::string DescribeDefaultReserve(std::string_view between) {
+  auto rule = [](double fraction, uint64_t floor, double floor_cap) {
+    return fmt::format("max({:g}% of budget, min({}, {:g}% of budget))", fraction * 100, FormatBytes(floor),
+                       floor_cap * 100);
+  };
+  return rule(kDefaultReserveFraction, kDefaultReserveFloor, kDefaultReserveFloorMaxFraction) +
+         std::string(between) + "under the build guard " +
+         rule(kGuardedReserveFraction, kGuardedReserveFloor, kGuardedReserveFloorMaxFraction);
 }
 
 void MemoryTrack::Observe(RunningJob* job, uint64_t rss, int64_t now_ms) {
@@ -54,6 +59,11 @@ uint64_t AdmissionPolicy::Reserve(uint64_t budget) const {
   if (config_.reserve_bytes != 0) return config_.reserve_bytes;
   // The floor keeps small machines from running to the last byte, but is itself capped at a share of the
   // budget: a flat 512 MiB would take a third of a 1.5 GiB container and serialise its build.
+  // Under the guard a smaller one will do (see kGuardedReserveFraction).
+  if (config_.guarded) {
+    uint64_t floor = std::min(config_.guarded_reserve_floor, Scale(budget, config_.guarded_reserve_floor_max_fraction));
+    return std::max(Scale(budget, config_.guarded_reserve_fraction), floor);
+  }
   uint64_t floor = std::min(config_.reserve_floor, Scale(budget, config_.reserve_floor_max_fraction));
   return std::max(Scale(budget, config_.reserve_fraction), floor);
 }

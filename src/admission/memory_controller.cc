@@ -58,6 +58,7 @@ MemoryController::MemoryController(Parts parts, const MemoryConfig& config, bool
   }
   budget_bytes_ = policy_.Budget(first);
   decisions_.budget_bytes = budget_bytes_;
+  decisions_.reserve_bytes = policy_.Reserve(budget_bytes_);
   first_reading_ = first;
   PrintWarnings();
 }
@@ -73,6 +74,7 @@ void MemoryController::EnsureGuard() {
     AdmissionConfig guarded = policy_.config();
     guarded.guarded = true;
     policy_ = AdmissionPolicy(guarded);
+    decisions_.reserve_bytes = policy_.Reserve(budget_bytes_);
   }
   PrintWarnings();
 }

@@ -15,7 +15,6 @@
 #include <string>
 #include <vector>
 
-#include "headroom/admission/admission_policy.h"
 #include "headroom/admission/memory_controller.h"
 #include "headroom/admission/remote_controller.h"
 #include "headroom/cli/ninja_main.h"
@@ -233,11 +232,7 @@ int RunCli(int argc, char** argv) {
                                   records && (outputs.wanted() || config.memory.enabled) ? &timeline : nullptr,
                                   &decisions, &status);
   if (records) {
-    if (decisions.budget_bytes) {
-      AdmissionConfig admission;
-      admission.reserve_bytes = config.memory.reserve_bytes;
-      timeline.facts().reserve_bytes = AdmissionPolicy(admission).Reserve(decisions.budget_bytes);
-    }
+    if (decisions.budget_bytes) timeline.facts().reserve_bytes = decisions.reserve_bytes;
     FinishBuild(&timeline, decisions, outputs, exit_code, timeline.Elapsed(clock.NowMs()), &status, stdout);
   }
   return exit_code;

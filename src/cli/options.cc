@@ -253,7 +253,7 @@ void PrintUsage(const BuildConfig& config) {
           "  --strict-remote        a launcher's farm failure (distcc's network exit codes) fails\n"
           "                         the job instead of retrying it locally [default: retry]\n"
           "  --headroom-version     print headroom's own version (--version prints ninja's)\n",
-          kNinjaVersion, config.parallelism, DescribeDefaultReserve().c_str());
+          kNinjaVersion, config.parallelism, DescribeDefaultReserve(";\n                         ").c_str());
 }
 
 std::optional<int> ReadFlags(int argc, char** argv, Options* options, BuildConfig* config) {

@@ -85,8 +85,8 @@ std::optional<Estimate> Estimator::FromEdgeHistory(const JobDescription& job, co
 }
 
 double Estimator::EdgeMargin(const EdgeHistory& edge, size_t window_start) const {
-  // Exact peaks that repeat tell how much an edge varies; one run, or polled peaks that may miss a spike,
-  // do not, and keep the full margin.
+  // Exact peaks that repeat tell how much an edge varies; polled peaks that may miss a spike keep the full
+  // margin; one exact run leaves only run-to-run variation, which compilers keep within a few percent.
   uint64_t low = UINT64_MAX, high = 0;
   size_t exact_runs = 0;
   for (size_t i = window_start; i < edge.recent.size(); ++i) {
@@ -97,7 +97,8 @@ double Estimator::EdgeMargin(const EdgeHistory& edge, size_t window_start) const
     high = std::max(high, r.peak_bytes);
     ++exact_runs;
   }
-  if (exact_runs < 2) return config_.edge_margin;
+  if (exact_runs == 0) return config_.edge_margin;
+  if (exact_runs == 1) return config_.edge_exact_single_margin;
   double spread = static_cast<double>(high) / static_cast<double>(low) - 1.0;
   return std::clamp(1.0 + config_.edge_spread_factor * spread, config_.edge_margin_floor, config_.edge_margin);
 }

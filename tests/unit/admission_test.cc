@@ -56,13 +56,33 @@ TEST(AdmissionTest, BudgetAndReserveDefaults) {
 
 // -h prints DescribeDefaultReserve(); the formula it states must be the one Reserve() applies by default.
 TEST(AdmissionTest, DescribedDefaultReserveIsTheOneApplied) {
-  EXPECT_EQ(DescribeDefaultReserve(), "max(5% of budget, min(512 MiB, 12.5% of budget))");
+  EXPECT_EQ(DescribeDefaultReserve(),
+            "max(5% of budget, min(512 MiB, 12.5% of budget)); "
+            "under the build guard max(2% of budget, min(256 MiB, 4% of budget))");
   AdmissionPolicy policy;
+  AdmissionPolicy guarded({.guarded = true});
   for (uint64_t budget : {256 * kMiB, 1536 * kMiB, 3 * kGiB, 4 * kGiB, 10 * kGiB, 11 * kGiB, 64 * kGiB}) {
-    const double stated = std::max(0.05 * static_cast<double>(budget),
-                                   std::min(512.0 * kMiB, 0.125 * static_cast<double>(budget)));
+    const double b = static_cast<double>(budget);
+    const double stated = std::max(0.05 * b, std::min(512.0 * kMiB, 0.125 * b));
     EXPECT_EQ(policy.Reserve(budget), static_cast<uint64_t>(stated)) << FormatBytes(budget);
+    const double stated_guarded = std::max(0.02 * b, std::min(256.0 * kMiB, 0.04 * b));
+    EXPECT_EQ(guarded.Reserve(budget), static_cast<uint64_t>(stated_guarded)) << FormatBytes(budget);
   }
+}
+
+// Under the guard an overshoot costs a freeze or a requeue, never a kernel OOM kill, so the reserve is smaller:
+// in a 1.5 GiB box a 350 MiB job fits beside a 1 GiB one (61 MiB kept free), where 192 MiB kept free forbade it.
+TEST(AdmissionTest, TheGuardsSmallerReserveLetsAMediumJobSitBesideAHeavyOne) {
+  const MemoryReading reading = Reading(1536 * kMiB, 1536 * kMiB);
+  std::vector<RunningJob> heavy = {Running(1, 1024 * kMiB, 1000 * kMiB)};
+  const Candidate medium = Cand(2, 350 * kMiB);
+  AdmissionPolicy unguarded;
+  AdmissionPolicy guarded({.guarded = true});
+  EXPECT_EQ(guarded.Reserve(1536 * kMiB), static_cast<uint64_t>(0.04 * 1536 * kMiB));
+  EXPECT_FALSE(unguarded.Decide(reading, heavy, medium, 0).admit);
+  EXPECT_TRUE(guarded.Decide(reading, heavy, medium, 0).admit);
+  // An explicit --mem-reserve is honoured either way.
+  EXPECT_EQ(AdmissionPolicy({.reserve_bytes = 192 * kMiB, .guarded = true}).Reserve(1536 * kMiB), 192 * kMiB);
 }
 
 TEST(AdmissionTest, AdmitsOnlyWhatFitsAfterWhatRunningJobsStillOwe) {

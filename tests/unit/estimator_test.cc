@@ -212,7 +212,7 @@ TEST(EstimatorTest, PriorFirstThenClassThenEdgeHistory) {
   ASSERT_TRUE(estimator.Learn(a, Completed(1 * kGiB, 30'000), &error));
   Estimate by_edge = estimator.Predict(a);
   EXPECT_EQ(by_edge.source, EstimateSource::kEdgeHistory);
-  EXPECT_EQ(by_edge.peak_bytes, static_cast<uint64_t>(1 * kGiB * 1.1));
+  EXPECT_EQ(by_edge.peak_bytes, static_cast<uint64_t>(1 * kGiB * 1.05));  // one exact (cgroup) run
   EXPECT_EQ(by_edge.duration_ms, 30'000);
   // A different command hash means the edge's history no longer applies.
   a.command_hash = 2;
@@ -446,8 +446,9 @@ TEST(EstimatorTest, StableExactPeaksNeedLittleMarginAndPolledOrVaryingOnesKeepIt
   const EstimatorConfig& config = estimator.config();
   std::string error;
   JobDescription a = Job("a.o", "g++ -O2 -c a.cc -o a.o", 1);
-  ASSERT_TRUE(estimator.Learn(a, Completed(1000 * kMiB), &error));
-  EXPECT_EQ(estimator.Predict(a).peak_bytes, static_cast<uint64_t>(1000 * kMiB * config.edge_margin));
+  ASSERT_TRUE(estimator.Learn(a, Completed(1000 * kMiB), &error));  // one exact run: its peak is not in doubt
+  EXPECT_EQ(estimator.Predict(a).peak_bytes, static_cast<uint64_t>(1000 * kMiB * config.edge_exact_single_margin));
+  EXPECT_LT(config.edge_exact_single_margin, config.edge_margin);
   ASSERT_TRUE(estimator.Learn(a, Completed(1005 * kMiB), &error));  // 0.5% apart: the floor
   EXPECT_EQ(estimator.Predict(a).peak_bytes, static_cast<uint64_t>(1005 * kMiB * config.edge_margin_floor));
   ASSERT_TRUE(estimator.Learn(a, Completed(1030 * kMiB), &error));  // 3% apart: twice the spread
@@ -455,6 +456,8 @@ TEST(EstimatorTest, StableExactPeaksNeedLittleMarginAndPolledOrVaryingOnesKeepIt
   EXPECT_NEAR(static_cast<double>(spread.peak_bytes), 1030.0 * kMiB * 1.06, 1.0 * kMiB) << spread.why;
   JobDescription b = Job("b.o", "g++ -O2 -c b.cc -o b.o", 2);
   ASSERT_TRUE(estimator.Learn(b, Completed(1000 * kMiB, 1000, PeakMethod::kProcessTree), &error));
+  EXPECT_EQ(estimator.Predict(b).peak_bytes, static_cast<uint64_t>(1000 * kMiB * config.edge_margin))
+      << "one polled peak keeps the full margin";
   ASSERT_TRUE(estimator.Learn(b, Completed(1000 * kMiB, 1000, PeakMethod::kProcessTree), &error));
   EXPECT_EQ(estimator.Predict(b).peak_bytes, static_cast<uint64_t>(1000 * kMiB * config.edge_margin))
       << "polling may miss a spike: equal polled peaks prove less";

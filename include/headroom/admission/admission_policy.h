@@ -6,6 +6,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "headroom/util/byte_size.h"
@@ -62,17 +63,27 @@ struct Candidate {
 inline constexpr double kDefaultReserveFraction = 0.05;
 inline constexpr uint64_t kDefaultReserveFloor = 512 * kMiB;
 inline constexpr double kDefaultReserveFloorMaxFraction = 0.125;
-// The default above in words, built from the same constants, for -h:
-// "max(5% of budget, min(512 MiB, 12.5% of budget))".
-std::string DescribeDefaultReserve();
+// Under the build guard the reserve only absorbs estimate errors until the safety net acts: the guard's cap,
+// not the reserve, stands between an overshoot and the kernel. A smaller one lets a medium job sit beside a
+// heavy one (docs/scheduling.md, "The reserve under the guard"; measured in docs/benchmarks.md, session 8).
+inline constexpr double kGuardedReserveFraction = 0.02;
+inline constexpr uint64_t kGuardedReserveFloor = 256 * kMiB;
+inline constexpr double kGuardedReserveFloorMaxFraction = 0.04;
+// The defaults above in words, built from the same constants, for -h: "max(5% of budget, min(512 MiB, 12.5%
+// of budget))" + between + "under the build guard max(2% of budget, min(256 MiB, 4% of budget))".
+std::string DescribeDefaultReserve(std::string_view between = "; ");
 
 struct AdmissionConfig {
   uint64_t budget_bytes = 0;           // --mem-budget resolved to bytes; 0 = the reading's limit.
-  // --mem-reserve; 0 = max(reserve_fraction x budget, min(reserve_floor, reserve_floor_max_fraction x budget)).
+  // --mem-reserve; 0 = max(reserve_fraction x budget, min(reserve_floor, reserve_floor_max_fraction x budget)),
+  // with the guarded_* figures instead when `guarded`.
   uint64_t reserve_bytes = 0;
   double reserve_fraction = kDefaultReserveFraction;
   uint64_t reserve_floor = kDefaultReserveFloor;
   double reserve_floor_max_fraction = kDefaultReserveFloorMaxFraction;
+  double guarded_reserve_fraction = kGuardedReserveFraction;
+  uint64_t guarded_reserve_floor = kGuardedReserveFloor;
+  double guarded_reserve_floor_max_fraction = kGuardedReserveFloorMaxFraction;
   double pressure_some_pct = 10.0;     // PSI some over the short window above this stops admission.
   uint64_t heavy_threshold = 2 * kGiB; // jobs predicted at least this heavy are staggered.
   int64_t stagger_ms = 10'000;         // identical heavy jobs start at least this far apart ...

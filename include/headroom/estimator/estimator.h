@@ -85,7 +85,9 @@ struct FamilyStats {
 struct EstimatorConfig {
   PriorConstants priors;
   size_t edge_window = 4;                  // how many recent runs of the edge the max is taken over.
-  double edge_margin = 1.10;               // one run seen, or polled peaks: polling misses short spikes.
+  double edge_margin = 1.10;               // polled peaks: polling misses short spikes.
+  // One run measured exactly (cgroup): its peak is not in doubt, only how much the next run differs.
+  double edge_exact_single_margin = 1.05;
   // With two or more completed runs measured exactly (cgroup), the margin follows their spread instead:
   // edge_spread_factor x (max/min - 1), at least edge_margin_floor, at most edge_margin.
   double edge_margin_floor = 1.03;

@@ -17,6 +17,7 @@ struct MemoryDecisions {
   int requeues = 0;
   int over_budget_starts = 0;    // jobs started alone although they did not fit
   uint64_t budget_bytes = 0;
+  uint64_t reserve_bytes = 0;    // what admission kept free (smaller under the build guard)
   int guard_stalls = 0;          // times the build guard found the build stalled at its limit
   int guard_kills = 0;           // jobs killed (and requeued) to end such a stall; also in safety_kills
   int limit_failures = 0;        // jobs that failed while the guard's cap was hit during their run, requeued
