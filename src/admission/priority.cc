@@ -13,8 +13,8 @@ namespace {
 // Memory-heavy jobs are hard to pack late (nothing else fits beside them); starting them early lets light
 // jobs fill around them. A job needing the whole budget counts as twice as long.
 constexpr double kMemoryWeight = 1.0;
-// The builder weighs jobs in ms but counts any job at least this long: jobs quicker than a second keep
-// ninja's order among themselves (their durations are mostly noise).
+// The builder weighs jobs in ms but counts any job at least this long: jobs quicker than a second are not
+// ordered by their durations (mostly noise), only by their memory, and keep ninja's order where that is alike.
 constexpr int64_t kQuickJobMs = 1000;
 
 double MeanKnownDuration(const std::vector<PriorityJob>& jobs) {
@@ -103,9 +103,11 @@ EdgeWeight BuilderEdgeWeight(int64_t duration_ms, uint64_t peak_bytes, uint64_t 
   if (!any_history) return {1, false};
   double share = usable_bytes == 0 ? 0.0
                                    : std::min(1.0, static_cast<double>(peak_bytes) / static_cast<double>(usable_bytes));
-  double cost = static_cast<double>(std::max<int64_t>(0, duration_ms)) * (1.0 + kMemoryWeight * share);
-  return {std::max<int64_t>(kQuickJobMs, static_cast<int64_t>(cost + 0.5)),
-          usable_bytes > 0 && peak_bytes > usable_bytes / 2};
+  // The memory weight applies to quick jobs too: beside an exclusive job only a few medium ones fit, and if
+  // small ones go first (a tie would keep the manifest's order) the medium ones are left for the end, where
+  // they run with nothing to hide them. Small jobs fill any gap.
+  double cost = static_cast<double>(std::max(kQuickJobMs, duration_ms)) * (1.0 + kMemoryWeight * share);
+  return {static_cast<int64_t>(cost + 0.5), usable_bytes > 0 && peak_bytes > usable_bytes / 2};
 }
 
 std::optional<PriorityMode> ParsePriorityMode(const std::string& name) {
