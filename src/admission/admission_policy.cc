@@ -105,6 +105,27 @@ uint64_t AdmissionPolicy::Owed(const RunningJob& job, int64_t now_ms) const {
   return std::min(whole_estimate, SaturatingSub(job.peak_rss, job.rss));
 }
 
+AdmissionPolicy::EarlyCheck AdmissionPolicy::CheckEarlyStart(const MemoryReading& reading,
+                                                             std::span<const RunningJob> running,
+                                                             const RunningJob& job, int64_t now_ms) const {
+  const uint64_t budget = Budget(reading);
+  if (!job.early || budget == 0) return {};
+  int64_t room = static_cast<int64_t>(Headroom(reading, running));
+  for (const RunningJob& other : running) {
+    if (&other != &job) room -= static_cast<int64_t>(Owed(other, now_ms));
+  }
+  const int64_t reserve = static_cast<int64_t>(Reserve(budget));
+  if (room >= reserve + static_cast<int64_t>(job.Owes())) {
+    return {job.parked ? EarlyStep::kResume : EarlyStep::kWon,
+            fmt::format("{} free beside the other jobs", FormatBytes(static_cast<uint64_t>(room)))};
+  }
+  if (!job.parked && room < 2 * reserve) {
+    return {EarlyStep::kPark, fmt::format("started early and reached what the other jobs leave ({} left)",
+                                          FormatBytes(static_cast<uint64_t>(std::max<int64_t>(room, 0))))};
+  }
+  return {};
+}
+
 std::string AdmissionPolicy::StaggerWait(std::span<const RunningJob> running, const Candidate& candidate,
                                          uint64_t peak, uint64_t spare_after, int64_t now_ms) const {
   // Staggering guards against identical jobs overshooting their estimates together. A well-measured estimate
@@ -171,7 +192,9 @@ AdmissionDecision AdmissionPolicy::Decide(const MemoryReading& reading, std::spa
   }
   auto alone = std::find_if(running.begin(), running.end(), [](const RunningJob& j) { return j.runs_alone; });
   if (alone != running.end()) return Wait(WaitKind::kAlone, fmt::format("job {} runs alone", alone->id));
-  size_t frozen = std::count_if(running.begin(), running.end(), [](const RunningJob& j) { return j.frozen; });
+  // A parked early start waits for memory it is already counted for; it stops nobody else.
+  size_t frozen =
+      std::count_if(running.begin(), running.end(), [](const RunningJob& j) { return j.frozen && !j.parked; });
   if (frozen > 0) return Wait(WaitKind::kFrozen, fmt::format("{} job(s) frozen for lack of memory", frozen));
   if (reading.pressure_some_pct > config_.pressure_some_pct) {
     return Wait(WaitKind::kPressure, fmt::format("memory pressure: stalled {:.1f}% of the time (limit {:.1f}%)",
@@ -261,7 +284,10 @@ AdmissionDecision AdmissionPass::Consider(const Candidate& candidate) {
       head_reason_seen_ = true;
       head_reason_ = decision.reason;
     }
-    if (!head_seen_) NoteHead(candidate, decision);
+    if (!head_seen_) {
+      NoteHead(candidate, decision);
+      if (std::optional<AdmissionDecision> early = StartEarly(candidate, decision)) return *early;
+    }
     return decision;
   }
   AddRunning(candidate, decision.over_budget);
@@ -308,6 +334,31 @@ std::optional<AdmissionDecision> AdmissionPass::HoldFor(const Candidate& candida
                           FormatBytes(peak), FormatBytes(hold_->head_need),
                           static_cast<double>(std::max<int64_t>(0, hold_->start_ms - now_ms_)) / 1000.0,
                           FormatBytes(hold_->spare)));
+}
+
+std::optional<AdmissionDecision> AdmissionPass::StartEarly(const Candidate& head, const AdmissionDecision& waiting) {
+  const AdmissionConfig& config = policy_.config();
+  if (!config.early_starts || !hold_ || hold_->head_id != head.id || waiting.wait != WaitKind::kMemory) {
+    return std::nullopt;
+  }
+  // Only a measured head with a predicted duration: a guess may need far more, and sooner, than it says.
+  if (!head.measured || head.expected_ms <= 0 || head.must_run_alone) return std::nullopt;
+  const int64_t until_free = std::max<int64_t>(0, hold_->start_ms - now_ms_);
+  if (static_cast<double>(until_free) > config.early_start_lead * static_cast<double>(head.expected_ms)) {
+    return std::nullopt;
+  }
+  AddRunning(head, /*over_budget=*/false);
+  running_.back().early = true;
+  hold_.reset();  // it holds its own memory now
+  // It waited (NoteHead saw it): the next candidate that waits is the head now.
+  head_seen_ = false;
+  head_reason_seen_ = false;
+  head_reason_.clear();
+  AdmissionDecision early{true, WaitKind::kNone, false, "", /*early_start=*/true};
+  early.reason = fmt::format("{}; started early: the memory it needs is predicted free in {:.1f}s, and it is paused "
+                             "if it gets there first",
+                             waiting.reason, static_cast<double>(until_free) / 1000.0);
+  return early;
 }
 
 void AdmissionPass::AddRunning(const Candidate& candidate, bool over_budget) {

@@ -73,6 +73,7 @@ void MemoryController::EnsureGuard() {
     // Under the guard a lost bet costs a freeze or a requeue, never a kernel OOM kill: guesses may be bolder.
     AdmissionConfig guarded = policy_.config();
     guarded.guarded = true;
+    guarded.early_starts = true;  // a lost bet is a pause (or at worst a requeue), never a kernel OOM kill
     policy_ = AdmissionPolicy(guarded);
     decisions_.reserve_bytes = policy_.Reserve(budget_bytes_);
   }
@@ -305,6 +306,8 @@ void MemoryController::NoteAdmitted(const Edge* edge, EdgeState& state, const Ad
     --waiting_now_;
   }
   state.explained_wait = false;
+  state.early_start = decision.early_start;
+  if (decision.early_start) Explain("started early: " + OutputOf(edge) + ": " + decision.reason);
   if (decision.over_budget) {
     ++decisions_.over_budget_starts;
     RecordMarker("over-budget", OutputOf(edge),
@@ -342,6 +345,9 @@ void MemoryController::JobStarted(Edge* edge, JobId id, ProcessRunner* runner) {
   running.job.last_growth_ms = now;
   if (state.estimate.duration_ms > 0) running.job.expected_end_ms = now + state.estimate.duration_ms;
   running.job.runs_alone = state.must_run_alone;
+  running.job.early = state.early_start;
+  if (state.early_start) ++decisions_.early_starts;
+  state.early_start = false;
   running.job.heavy = state.estimate.peak_bytes >= policy_.config().heavy_threshold;
   // The last tick's figure, not a fresh read: a hit between that tick and now can only make a failure look
   // like the cap's doing (one retry), never hide one.
@@ -351,7 +357,17 @@ void MemoryController::JobStarted(Edge* edge, JobId id, ProcessRunner* runner) {
   running_.emplace(id, std::move(running));
 }
 
-int MemoryController::TickIntervalMs() const { return running_.empty() ? -1 : kDefaultSampleIntervalMs; }
+int MemoryController::TickIntervalMs() const { return running_.empty() ? -1 : SampleIntervalMs(); }
+
+int MemoryController::SampleIntervalMs() const {
+  // A job growing into memory that is not free yet must be paused before the build reaches its cap: at 200 ms
+  // a compile can take hundreds of MiB between two samples, at 20 ms a few tens (less than the reserve).
+  constexpr int kEarlyStartSampleIntervalMs = 20;
+  for (const auto& [id, running] : running_) {
+    if (running.job.early && !running.job.parked) return kEarlyStartSampleIntervalMs;
+  }
+  return kDefaultSampleIntervalMs;
+}
 
 MemoryController::Running* MemoryController::FindByKey(uint64_t key) {
   for (auto& [id, running] : running_) {
@@ -365,7 +381,7 @@ void MemoryController::Tick(ProcessRunner* runner) {
   const int64_t now = parts_.clock->NowMs();
   // The builder ticks after every wait, and with quick jobs a wait ends many times per interval:
   // sampling at the interval keeps the cost per job flat while still watching the slow ones.
-  if (last_tick_ms_ >= 0 && now - last_tick_ms_ < kDefaultSampleIntervalMs) return;
+  if (last_tick_ms_ >= 0 && now - last_tick_ms_ < SampleIntervalMs()) return;
   last_tick_ms_ = now;
   parts_.meter->Sample();
   for (auto& [id, running] : running_) {
@@ -374,6 +390,7 @@ void MemoryController::Tick(ProcessRunner* runner) {
   const MemoryReading reading = Read();
   pass_reading_ = reading;
   pass_reading_ms_ = now;
+  CheckEarlyStarts(reading, now, runner);
   CheckGuard(now, runner);
   for (const SafetyAction& action : safety_.Decide(reading, RunningJobs(), now)) ApplySafetyAction(action, runner);
   RecordSample(reading, now);
@@ -389,10 +406,7 @@ void MemoryController::ApplySafetyAction(const SafetyAction& action, ProcessRunn
   switch (action.kind) {
     case SafetyAction::Kind::kFreeze:
       if (running->job.frozen) return;
-      // The cgroup freezer stops the whole tree at once; without it the process group is stopped.
-      running->frozen_by_signal = !parts_.meter->Freeze(running->meter_key);
-      if (running->frozen_by_signal) runner->SignalJob(running->runner_id, SIGSTOP);
-      running->job.frozen = true;
+      Pause(running, runner);
       ++decisions_.freezes;
       RecordMarker("freeze", running->edge->outputs[0]->path, action.reason, parts_.clock->NowMs());
       Explain("froze '" + running->edge->outputs[0]->path + "': " + action.reason);
@@ -401,6 +415,8 @@ void MemoryController::ApplySafetyAction(const SafetyAction& action, ProcessRunn
       if (!running->job.frozen) return;
       Resume(*running, runner);
       running->job.frozen = false;
+      // The net thaws a parked job only when it is the oldest (it must progress): its bet is over.
+      running->job.parked = running->job.early = false;
       running->job.last_growth_ms = parts_.clock->NowMs();  // its plateau while frozen proved nothing.
       RecordMarker("thaw", running->edge->outputs[0]->path, action.reason, parts_.clock->NowMs());
       Explain("thawed '" + running->edge->outputs[0]->path + "': " + action.reason);
@@ -414,6 +430,48 @@ void MemoryController::ApplySafetyAction(const SafetyAction& action, ProcessRunn
       if (running->job.frozen) Resume(*running, runner);
       Explain("killed '" + running->edge->outputs[0]->path + "' to save the build: " + action.reason);
       break;
+  }
+}
+
+void MemoryController::Pause(Running* running, ProcessRunner* runner) {
+  // The cgroup freezer stops the whole tree at once; without it the process group is stopped.
+  running->frozen_by_signal = !parts_.meter->Freeze(running->meter_key);
+  if (running->frozen_by_signal) runner->SignalJob(running->runner_id, SIGSTOP);
+  running->job.frozen = true;
+}
+
+// An early start is parked while the memory it needs is still held by the jobs it was started beside, and
+// resumed once they gave it back. Parked, it is frozen but not "frozen for lack of memory": the safety net
+// leaves it alone and admission goes on around it (it is counted at its whole estimate).
+void MemoryController::CheckEarlyStarts(const MemoryReading& reading, int64_t now, ProcessRunner* runner) {
+  if (!policy_.config().early_starts) return;
+  std::vector<RunningJob> jobs;
+  for (auto& [id, running] : running_) {
+    if (!running.job.early || running.safety_killed) continue;
+    if (jobs.empty()) jobs = RunningJobs();
+    auto view = std::find_if(jobs.begin(), jobs.end(), [&](const RunningJob& j) { return j.id == running.job.id; });
+    const AdmissionPolicy::EarlyCheck check = policy_.CheckEarlyStart(reading, jobs, *view, now);
+    const std::string& output = running.edge->outputs[0]->path;
+    switch (check.step) {
+      case AdmissionPolicy::EarlyStep::kNone:
+        break;
+      case AdmissionPolicy::EarlyStep::kPark:
+        Pause(&running, runner);
+        running.job.parked = view->frozen = view->parked = true;
+        ++decisions_.parks;
+        Explain("paused '" + output + "': " + check.reason);
+        break;
+      case AdmissionPolicy::EarlyStep::kResume:
+        Resume(running, runner);
+        running.job.frozen = running.job.parked = running.job.early = false;
+        running.job.last_growth_ms = now;
+        view->frozen = view->parked = view->early = false;
+        Explain("resumed '" + output + "': " + check.reason);
+        break;
+      case AdmissionPolicy::EarlyStep::kWon:
+        running.job.early = view->early = false;
+        break;
+    }
   }
 }
 

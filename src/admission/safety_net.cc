@@ -38,7 +38,7 @@ std::vector<SafetyAction> SafetyNet::Decide(const MemoryReading& reading, std::s
     // Thaw the oldest frozen job once its remaining growth fits above the reserve (hysteresis).
     uint64_t reserve = admission_.Reserve(budget);
     for (size_t i = 1; i < running.size(); ++i) {
-      if (!running[i].frozen) continue;
+      if (!running[i].frozen || running[i].parked) continue;  // admission resumes what it parked
       if (headroom >= reserve + running[i].Owes()) {
         actions.push_back(Action(SafetyAction::Kind::kThaw, running[i].id,
                                  fmt::format("{} available again", FormatBytes(headroom))));

@@ -86,6 +86,10 @@ std::string GuardLine(const MemoryDecisions& decisions) {
             (decisions.limit_failures == 1 ? " failed at the limit and was requeued"
                                            : " failed at the limit and were requeued");
   }
+  if (decisions.early_starts) {
+    line += "; " + Counted(decisions.early_starts, "job", "jobs") + " started before the memory it needed was free (" +
+            std::to_string(decisions.parks) + " paused until it was)";
+  }
   return line;
 }
 
@@ -112,9 +116,12 @@ void AddDecisions(MemoryDecisions* total, const MemoryDecisions& pass) {
   total->requeues += pass.requeues;
   total->over_budget_starts += pass.over_budget_starts;
   if (pass.budget_bytes) total->budget_bytes = pass.budget_bytes;
+  if (pass.reserve_bytes) total->reserve_bytes = pass.reserve_bytes;
   total->guard_stalls += pass.guard_stalls;
   total->guard_kills += pass.guard_kills;
   total->limit_failures += pass.limit_failures;
+  total->early_starts += pass.early_starts;
+  total->parks += pass.parks;
   if (!pass.guard.empty()) total->guard = pass.guard;
   total->remote_jobs += pass.remote_jobs;
   total->remote_fallbacks += pass.remote_fallbacks;

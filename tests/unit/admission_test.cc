@@ -377,6 +377,84 @@ TEST(AdmissionPassTest, AnExclusiveHeadKeepsMemoryFromJobsThatWouldDelayItsPredi
   EXPECT_TRUE(roomy.Consider(unknown).admit);
 }
 
+// Early starts (AdmissionConfig::early_starts): a 10 GiB head of 20 s waits for a 9 GiB job that ends at 10 s.
+AdmissionConfig EarlyStarts() { return {.reserve_bytes = 1 * kGiB, .early_starts = true}; }
+
+Candidate MeasuredHead(uint64_t id, uint64_t peak, int64_t expected_ms) {
+  Candidate head = Cand(id, peak);
+  head.measured = true;
+  head.expected_ms = expected_ms;
+  return head;
+}
+
+TEST(AdmissionPassTest, AMeasuredExclusiveHeadStartsEarlyWhenItsMemoryIsPredictedFreeWithinItsLead) {
+  AdmissionPolicy policy(EarlyStarts());
+  RunningJob first = Running(1, 9 * kGiB, 9 * kGiB);
+  first.expected_end_ms = 10'000;
+  // At 3 s the memory is 7 s away, more than 0.3 x 20 s: it waits.
+  AdmissionPass early_on(policy, Reading(16 * kGiB, 7 * kGiB), {first}, 3'000);
+  EXPECT_EQ(early_on.Consider(MeasuredHead(2, 10 * kGiB, 20'000)).wait, WaitKind::kMemory);
+  // At 5 s, 5 s away: it starts, says why, and counts as running with its whole estimate, so nothing else fits.
+  AdmissionPass pass(policy, Reading(16 * kGiB, 7 * kGiB), {first}, 5'000);
+  AdmissionDecision started = pass.Consider(MeasuredHead(2, 10 * kGiB, 20'000));
+  EXPECT_TRUE(started.admit) << started.reason;
+  EXPECT_TRUE(started.early_start);
+  EXPECT_NE(started.reason.find("started early: the memory it needs is predicted free in 5.0s"), std::string::npos)
+      << started.reason;
+  AdmissionDecision next = pass.Consider(Cand(3, 1 * kGiB));
+  EXPECT_FALSE(next.admit);
+  EXPECT_EQ(pass.head_reason(), next.reason) << "the next waiting candidate is the head now";
+}
+
+TEST(AdmissionPassTest, NoEarlyStartForAGuessAJobWithoutADurationOrWithTheOptionOff) {
+  RunningJob first = Running(1, 9 * kGiB, 9 * kGiB);
+  first.expected_end_ms = 10'000;
+  const MemoryReading reading = Reading(16 * kGiB, 7 * kGiB);
+  Candidate guess = MeasuredHead(2, 10 * kGiB, 20'000);
+  guess.measured = false;
+  Candidate no_duration = MeasuredHead(2, 10 * kGiB, 0);
+  AdmissionPolicy policy(EarlyStarts());
+  for (const Candidate& head : {guess, no_duration}) {
+    AdmissionPass pass(policy, reading, {first}, 9'000);
+    EXPECT_FALSE(pass.Consider(head).admit);
+  }
+  AdmissionPolicy off({.reserve_bytes = 1 * kGiB});
+  AdmissionPass pass(off, reading, {first}, 9'000);
+  EXPECT_FALSE(pass.Consider(MeasuredHead(2, 10 * kGiB, 20'000)).admit);
+}
+
+TEST(AdmissionTest, AnEarlyStartIsParkedBeforeTheCapAndResumedOnceItsMemoryIsFree) {
+  AdmissionPolicy policy(EarlyStarts());
+  RunningJob first = Running(1, 9 * kGiB, 9 * kGiB);
+  RunningJob head = Running(2, 10 * kGiB, 2 * kGiB, 9'000, "heavy");
+  head.early = true;
+  // 16 - 9 - 2 = 5 GiB free beside the first job: room enough (above twice the reserve), it grows on.
+  std::vector<RunningJob> running = {first, head};
+  EXPECT_EQ(policy.CheckEarlyStart(Reading(16 * kGiB, 5 * kGiB), running, running[1], 9'500).step,
+            AdmissionPolicy::EarlyStep::kNone);
+  // At 5.5 GiB it has 1.5 GiB left, under twice the reserve: parked.
+  running[1].rss = running[1].peak_rss = 5'632 * kMiB;
+  AdmissionPolicy::EarlyCheck park =
+      policy.CheckEarlyStart(Reading(16 * kGiB, 1'536 * kMiB), running, running[1], 9'600);
+  EXPECT_EQ(park.step, AdmissionPolicy::EarlyStep::kPark);
+  EXPECT_NE(park.reason.find("started early and reached what the other jobs leave"), std::string::npos) << park.reason;
+  // Parked, it does not stop other admissions the way a job frozen for lack of memory does.
+  running[1].frozen = running[1].parked = true;
+  AdmissionDecision small = policy.Decide(Reading(16 * kGiB, 1'536 * kMiB), running, Cand(3, 64 * kMiB), 9'700);
+  EXPECT_NE(small.wait, WaitKind::kFrozen) << small.reason;
+  // The first job ended: its memory is free and the head's remaining growth fits above the reserve.
+  std::vector<RunningJob> after = {running[1]};
+  EXPECT_EQ(policy.CheckEarlyStart(Reading(16 * kGiB, 10 * kGiB), after, after[0], 10'100).step,
+            AdmissionPolicy::EarlyStep::kResume);
+  // One that was never parked simply wins its bet; a job not started early is none of this check's business.
+  after[0].frozen = after[0].parked = false;
+  EXPECT_EQ(policy.CheckEarlyStart(Reading(16 * kGiB, 10 * kGiB), after, after[0], 10'100).step,
+            AdmissionPolicy::EarlyStep::kWon);
+  after[0].early = false;
+  EXPECT_EQ(policy.CheckEarlyStart(Reading(16 * kGiB, 10 * kGiB), after, after[0], 10'100).step,
+            AdmissionPolicy::EarlyStep::kNone);
+}
+
 TEST(AdmissionPassTest, NothingIsHeldForAHeadThatIsNotExclusiveOrWaitsForAJobWithoutAPredictedEnd) {
   AdmissionPolicy policy({.reserve_bytes = 1 * kGiB});
   RunningJob unpredicted = Running(1, 9 * kGiB, 9 * kGiB);
@@ -521,12 +599,16 @@ TEST(PriorityTest, MemoryModePrefersHeavyJobsOfEqualLength) {
   EXPECT_FALSE(ParsePriorityMode("fast"));
 }
 
-TEST(PriorityTest, BuilderWeightsKeepNinjasOrderWithoutHistoryAndForQuickJobs) {
+TEST(PriorityTest, BuilderWeightsKeepNinjasOrderWithoutHistoryAndForQuickJobsOfAlikeMemory) {
   EXPECT_EQ(BuilderEdgeWeight(90'000, 8 * kGiB, 16 * kGiB, false).cost, 1);
   EXPECT_FALSE(BuilderEdgeWeight(90'000, 12 * kGiB, 16 * kGiB, false).exclusive);
-  // Quick jobs tie at one second whatever their memory, so their manifest order stands.
-  EXPECT_EQ(BuilderEdgeWeight(300, 10 * kMiB, 16 * kGiB, true).cost, 1000);
-  EXPECT_EQ(BuilderEdgeWeight(600, 4 * kGiB, 16 * kGiB, true).cost, 1000);
+  // Quick jobs count one second whatever their duration, so jobs of alike memory keep their manifest order...
+  EXPECT_EQ(BuilderEdgeWeight(300, 4 * kMiB, 16 * kGiB, true).cost, 1000);
+  EXPECT_EQ(BuilderEdgeWeight(900, 4 * kMiB, 16 * kGiB, true).cost, 1000);
+  // ... but memory still orders them: a quarter of the usable memory counts a quarter more.
+  EXPECT_EQ(BuilderEdgeWeight(600, 4 * kGiB, 16 * kGiB, true).cost, 1250);
+  EXPECT_GT(BuilderEdgeWeight(200, 300 * kMiB, 1536 * kMiB, true).cost,
+            BuilderEdgeWeight(200, 40 * kMiB, 1536 * kMiB, true).cost);
 }
 
 TEST(PriorityTest, BuilderWeightsGrowWithMemoryAndMarkJobsOverHalfTheUsableMemory) {

@@ -30,6 +30,10 @@ struct RunningJob {
   bool runs_alone = false;      // admitted to run with nothing else (second failure, or over budget).
   bool heavy = false;           // predicted peak at or above the heavy threshold.
   bool overran = false;         // went past its estimate at least once (MemoryTrack raised it).
+  // Started early (AdmissionConfig::early_starts): until the memory it needs is free it may be parked, i.e.
+  // frozen by admission rather than by the safety net, which leaves parked jobs alone.
+  bool early = false;
+  bool parked = false;
 
   // What it may still allocate: its estimate minus what it already holds.
   uint64_t Owes() const { return predicted_peak > rss ? predicted_peak - rss : 0; }
@@ -101,6 +105,13 @@ struct AdmissionConfig {
   double guarded_prior_cap = 0.5;
   bool guarded = false;                // the build runs under a build guard (see memory/build_guard.h).
   bool hold_for_exclusive_head = true; // keep memory for an exclusive head from jobs that would delay it (HeadHold).
+  // Early starts of an exclusive head: a measured head whose memory is predicted free (HeadHold::start_ms)
+  // within early_start_lead x its own predicted duration starts now; its memory grows while the jobs before
+  // it end. Each tick then parks it (freezes it) while what it needs is still held by others, and resumes it
+  // once it is free (CheckEarlyStart). Needs a caller that ticks often and parks: MemoryController under the
+  // build guard turns it on; the simulator does not model parking and leaves it off.
+  bool early_starts = false;
+  double early_start_lead = 0.3;
 };
 
 // Why a candidate waits; PlanTick lets lighter jobs overtake a starving head only for some kinds.
@@ -111,6 +122,7 @@ struct AdmissionDecision {
   WaitKind wait = WaitKind::kNone;
   bool over_budget = false;  // admitted only for forward progress: nothing runs and it does not fit (warn).
   std::string reason;        // "needs ~4.2 GiB, 1.1 GiB left after running jobs", for status and -d explain.
+  bool early_start = false;  // admitted before its memory is free (AdmissionConfig::early_starts): mark it early.
 };
 
 class AdmissionPolicy {
@@ -143,6 +155,19 @@ class AdmissionPolicy {
   // Lighter jobs may overtake a waiting head only until it has waited starvation_ms.
   TickResult PlanTick(const MemoryReading& reading, std::span<const RunningJob> running,
                       std::span<const Candidate> ready, int free_slots, int64_t now_ms) const;
+
+  // What to do with a running early-started job now (see AdmissionConfig::early_starts).
+  enum class EarlyStep { kNone, kPark, kResume, kWon };
+  struct EarlyCheck {
+    EarlyStep step = EarlyStep::kNone;
+    std::string reason;
+  };
+  // The room it has is what the budget leaves after every other job's RSS and what they still owe. Parked
+  // when that falls below twice the reserve (the guard's cap sits a little under the budget, and a fast
+  // job grows between two ticks); resumed, and the bet won, once its own remaining growth fits above the
+  // reserve. `job` must be an element of `running`.
+  EarlyCheck CheckEarlyStart(const MemoryReading& reading, std::span<const RunningJob> running, const RunningJob& job,
+                             int64_t now_ms) const;
 
   // What a running job may still allocate: its estimate minus what it holds while it may still be climbing;
   // once it has settled (see HasSettled), only what it gave back since its peak. Estimates cover the worst
@@ -208,6 +233,8 @@ class AdmissionPass {
   void AddRunning(const Candidate& candidate, bool over_budget);
   // Whether an admissible candidate would delay the held head; takes its share of the spare if it may start.
   std::optional<AdmissionDecision> HoldFor(const Candidate& candidate);
+  // The held head starts now when it may start early (AdmissionConfig::early_starts).
+  std::optional<AdmissionDecision> StartEarly(const Candidate& head, const AdmissionDecision& waiting);
 
   const AdmissionPolicy& policy_;
   const MemoryReading reading_;  // a copy: a pass may outlive the reading it was given

@@ -106,6 +106,7 @@ class MemoryController : public JobController {
     bool has_hint = false;             // $headroom_mem is set (read from the edge when predicting)
     bool must_run_alone = false;
     bool explained_wait = false;
+    bool early_start = false;          // admitted early (AdmissionDecision::early_start); read when it starts
     // The estimate comes from the edge's own runs, which change only when it runs: later finished jobs
     // cannot change it, so a waiting edge is not re-predicted after each of them.
     bool settled = false;
@@ -151,6 +152,12 @@ class MemoryController : public JobController {
   void NoteAdmitted(const Edge* edge, EdgeState& state, const AdmissionDecision& decision, int64_t now);
   void ApplySafetyAction(const SafetyAction& action, ProcessRunner* runner);
   void Resume(const Running& running, ProcessRunner* runner);
+  // Stops a job's whole tree (the cgroup freezer, else SIGSTOP to its process group); Resume undoes it.
+  void Pause(Running* running, ProcessRunner* runner);
+  // Parks or resumes each early-started job (AdmissionPolicy::CheckEarlyStart).
+  void CheckEarlyStarts(const MemoryReading& reading, int64_t now, ProcessRunner* runner);
+  // How often Tick samples: often while an early-started job may be growing into memory not yet free.
+  int SampleIntervalMs() const;
   std::vector<RunningJob> RunningJobs() const;
   Running* FindByKey(uint64_t key);
   bool HandleMemoryFailure(Edge* edge, EdgeState& state, const JobMemoryResult& result, MemoryFailureKind kind,
