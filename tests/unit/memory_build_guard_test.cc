@@ -10,6 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -525,6 +527,11 @@ pid_t StartTmpfsWriter(const std::string& cgroup_dir, const std::string& path, i
 TEST_F(RealGuardTest, ATmpfsWriteAtTheLimitFailsAndTheLimitCounterRises) {
   struct stat shm_dir;
   HEADROOM_REQUIRE_OR_SKIP(stat("/dev/shm", &shm_dir) == 0, "needs /dev/shm");
+  // dd's pages are read into the page cache from here, outside the guard, so they are charged to this
+  // process's cgroup: on a cold cache the guard's reclaim could evict dd's text before its first write, dd
+  // would wait at that page fault instead, and lifting the cap would let its whole write succeed.
+  ASSERT_EQ(std::system("cat \"$(command -v dd)\" >/dev/null && dd if=/dev/zero of=/dev/null bs=1M count=1 2>/dev/null"),
+            0);
   Arm(150 * kMiB);
   std::string err;
   std::string holder_dir = cgroups_->CreateJob(1, &err);
