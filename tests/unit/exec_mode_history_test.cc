@@ -56,14 +56,8 @@ class ExecModeHistoryTest : public ::testing::Test {
     std::string err;
     ASSERT_TRUE(parser.ParseTest("rule cxx\n  command = distcc g++ -O2 -c $out\n"
                                  "build a.o: cxx\nbuild b.o: cxx\nbuild all: phony a.o b.o\n", &err)) << err;
-    MemoryProbeOptions probe_options;
-    probe_options.root = fake_.Path("");
-    probe_options.clock = &clock_;
-    MemoryProbe probe(probe_options);
-    JobMeterOptions meter_options;
-    meter_options.root = fake_.Path("");
-    meter_options.use_cgroups = false;
-    JobMeter meter(std::unique_ptr<JobCgroups>(), meter_options);
+    MemoryProbe probe(memory_test::FakeProbeOptions(fake_, &clock_));
+    JobMeter meter(std::unique_ptr<JobCgroups>(), memory_test::FakeMeterOptions(fake_, /*use_cgroups=*/false));
     Estimator estimator(&history_, {});
     MemoryController controller({&probe, &meter, &estimator, &log_, &status_, &clock_}, MemoryConfig{}, false);
     controller.set_timeline(&timeline_);

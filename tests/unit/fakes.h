@@ -153,6 +153,24 @@ class FakeProcessRunner : public ProcessRunner {
   int interrupted_signal_ = 0;
 };
 
+// The fake runner with a hook on each finished job's exit, where a test adds what a real runner would report
+// (measurements, kills, scripted exit codes and output).
+class AdjustingRunner : public FakeProcessRunner {
+ public:
+  using FakeProcessRunner::FakeProcessRunner;
+
+  WaitResult Wait(int timeout_ms, std::vector<JobExit>* finished) override {
+    size_t before = finished->size();
+    WaitResult result = FakeProcessRunner::Wait(timeout_ms, finished);
+    for (size_t i = before; i < finished->size(); ++i) Adjust(&(*finished)[i]);
+    return result;
+  }
+
+ protected:
+  virtual void Adjust(JobExit* exit) = 0;
+  const std::string& CommandOf(const JobExit& exit) const { return commands_run[static_cast<size_t>(exit.id) - 1]; }
+};
+
 class ManualClock : public Clock {
  public:
   int64_t NowMs() const override { return now_ms; }

@@ -90,14 +90,8 @@ class MemoryControllerSlotsTest : public ::testing::Test {
     std::string err;
     EXPECT_TRUE(parser.ParseTest(manifest + all + "\n", &err)) << err;
 
-    MemoryProbeOptions probe_options;
-    probe_options.root = fake_.Path("");
-    probe_options.clock = &clock_;
-    MemoryProbe probe(probe_options);
-    JobMeterOptions meter_options;
-    meter_options.root = fake_.Path("");
-    meter_options.use_cgroups = false;
-    JobMeter meter(std::unique_ptr<JobCgroups>(), meter_options);
+    MemoryProbe probe(memory_test::FakeProbeOptions(fake_, &clock_));
+    JobMeter meter(std::unique_ptr<JobCgroups>(), memory_test::FakeMeterOptions(fake_, /*use_cgroups=*/false));
     HistoryStore history;
     Estimator estimator(&history, {});
     BuildLog log;

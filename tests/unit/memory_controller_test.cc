@@ -36,24 +36,17 @@ constexpr uint64_t kGiBytes = 1024ull * 1024 * 1024;
 
 // The fake runner, plus what a real one reports about memory: every job's ru_maxrss, and an OOM kill of
 // the first run of chosen outputs (SIGKILL while the system OOM counter rises).
-class MeasuringRunner : public FakeProcessRunner {
+class MeasuringRunner : public testing::AdjustingRunner {
  public:
-  MeasuringRunner(VirtualFileSystem* fs, memory_test::FakeRoot* root) : FakeProcessRunner(fs), root_(root) {}
-
-  WaitResult Wait(int timeout_ms, std::vector<JobExit>* finished) override {
-    size_t before = finished->size();
-    WaitResult result = FakeProcessRunner::Wait(timeout_ms, finished);
-    for (size_t i = before; i < finished->size(); ++i) Measure(&(*finished)[i]);
-    return result;
-  }
+  MeasuringRunner(VirtualFileSystem* fs, memory_test::FakeRoot* root) : AdjustingRunner(fs), root_(root) {}
 
   int64_t max_rss_kb = 0;
   std::set<std::string> oom_kill_once;  // "touch <output>" commands whose first run the kernel kills.
 
  private:
-  void Measure(JobExit* exit) {
+  void Adjust(JobExit* exit) override {
     exit->max_rss_kb = max_rss_kb;
-    const std::string& command = commands_run[static_cast<size_t>(exit->id) - 1];
+    const std::string& command = CommandOf(*exit);
     if (oom_kill_once.erase(command) == 0) return;
     exit->exited_normally = false;
     exit->term_signal = SIGKILL;
@@ -96,14 +89,8 @@ class MemoryControllerTest : public ::testing::Test {
     std::string err;
     ASSERT_TRUE(parser.ParseTest(manifest + all + "\n", &err)) << err;
 
-    MemoryProbeOptions probe_options;
-    probe_options.root = fake_.Path("");
-    probe_options.clock = &clock_;
-    MemoryProbe probe(probe_options);
-    JobMeterOptions meter_options;
-    meter_options.root = fake_.Path("");
-    meter_options.use_cgroups = false;
-    JobMeter meter(std::unique_ptr<JobCgroups>(), meter_options);
+    MemoryProbe probe(memory_test::FakeProbeOptions(fake_, &clock_));
+    JobMeter meter(std::unique_ptr<JobCgroups>(), memory_test::FakeMeterOptions(fake_, /*use_cgroups=*/false));
     Estimator estimator(&history_, {});
     MemoryController controller({&probe, &meter, &estimator, &log_, &status_, &clock_}, memory_, false);
 

@@ -35,23 +35,16 @@ struct ScriptedRun {
 };
 
 // The fake runner, with each command's runs scripted in order (runs past the script succeed quietly).
-class ScriptedRunner : public FakeProcessRunner {
+class ScriptedRunner : public testing::AdjustingRunner {
  public:
-  ScriptedRunner(VirtualFileSystem* fs, memory_test::FakeRoot* root) : FakeProcessRunner(fs), root_(root) {}
-
-  WaitResult Wait(int timeout_ms, std::vector<JobExit>* finished) override {
-    size_t before = finished->size();
-    WaitResult result = FakeProcessRunner::Wait(timeout_ms, finished);
-    for (size_t i = before; i < finished->size(); ++i) Apply(&(*finished)[i]);
-    return result;
-  }
+  ScriptedRunner(VirtualFileSystem* fs, memory_test::FakeRoot* root) : AdjustingRunner(fs), root_(root) {}
 
   std::map<std::string, std::vector<ScriptedRun>> script;
   std::map<std::string, int> runs;
 
  private:
-  void Apply(JobExit* exit) {
-    const std::string& command = commands_run[static_cast<size_t>(exit->id) - 1];
+  void Adjust(JobExit* exit) override {
+    const std::string& command = CommandOf(*exit);
     const size_t run = static_cast<size_t>(runs[command]++);
     auto it = script.find(command);
     if (it == script.end() || run >= it->second.size()) return;
@@ -99,12 +92,7 @@ class GuardRequeueTest : public ::testing::Test {
     std::string err;
     EXPECT_TRUE(parser.ParseTest("rule touch\n  command = touch $out\nbuild a: touch\nbuild b: touch\n", &err))
         << err;
-    MemoryProbeOptions probe_options;
-    probe_options.root = fake_.Path("");
-    probe_options.clock = &clock_;
-    MemoryProbe probe(probe_options);
-    JobMeterOptions meter_options;
-    meter_options.root = fake_.Path("");
+    MemoryProbe probe(memory_test::FakeProbeOptions(fake_, &clock_));
     std::unique_ptr<JobCgroups> cgroups;
     if (guarded) {
       JobCgroupsOptions options;
@@ -114,10 +102,8 @@ class GuardRequeueTest : public ::testing::Test {
       options.recycle_max_leftover_bytes = 0;
       cgroups = JobCgroups::Create(options, &err);
       EXPECT_NE(cgroups, nullptr) << err;
-    } else {
-      meter_options.use_cgroups = false;
     }
-    JobMeter meter(std::move(cgroups), meter_options);
+    JobMeter meter(std::move(cgroups), memory_test::FakeMeterOptions(fake_, /*use_cgroups=*/guarded));
     Estimator estimator(&history_, {});
     MemoryController controller({&probe, &meter, &estimator, &log_, &status_, &clock_}, memory_, true);
     BuildConfig config;

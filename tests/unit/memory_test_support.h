@@ -17,6 +17,9 @@
 #include <gtest/gtest.h>
 
 #include "headroom/exec/process_runner.h"
+#include "headroom/memory/job_meter.h"
+#include "headroom/memory/memory_probe.h"
+#include "headroom/util/clock.h"
 
 namespace headroom::memory_test {
 
@@ -64,6 +67,22 @@ class FakeRoot {
  private:
   std::string root_;
 };
+
+// A probe reading the fake tree at `root`, timed by `clock`.
+inline MemoryProbeOptions FakeProbeOptions(const FakeRoot& root, const Clock* clock) {
+  MemoryProbeOptions options;
+  options.root = root.Path("");
+  options.clock = clock;
+  return options;
+}
+
+// A meter over the fake tree's /proc; `use_cgroups` false measures without per-job cgroups.
+inline JobMeterOptions FakeMeterOptions(const FakeRoot& root, bool use_cgroups) {
+  JobMeterOptions options;
+  options.root = root.Path("");
+  options.use_cgroups = use_cgroups;
+  return options;
+}
 
 // A memhog started the way the process runner starts jobs: own process group, optionally joining a
 // cgroup before exec. Its "peak" line arrives through a pipe.
