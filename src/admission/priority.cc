@@ -2,6 +2,7 @@
 #include "headroom/admission/priority.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -16,6 +17,7 @@ constexpr double kMemoryWeight = 1.0;
 // The builder weighs jobs in ms but counts any job at least this long: jobs quicker than a second are not
 // ordered by their durations (mostly noise), only by their memory, and keep ninja's order where that is alike.
 constexpr int64_t kQuickJobMs = 1000;
+constexpr double kQuickShareStep = 0.05;
 
 double MeanKnownDuration(const std::vector<PriorityJob>& jobs) {
   double total = 0;
@@ -105,7 +107,9 @@ EdgeWeight BuilderEdgeWeight(int64_t duration_ms, uint64_t peak_bytes, uint64_t 
                                    : std::min(1.0, static_cast<double>(peak_bytes) / static_cast<double>(usable_bytes));
   // The memory weight applies to quick jobs too: beside an exclusive job only a few medium ones fit, and if
   // small ones go first (a tie would keep the manifest's order) the medium ones are left for the end, where
-  // they run with nothing to hide them. Small jobs fill any gap.
+  // they run with nothing to hide them. Small jobs fill any gap. For quick jobs the share counts in steps of
+  // kQuickShareStep, so jobs of alike memory (the usual case: a few MiB each) keep ninja's order exactly.
+  if (duration_ms < kQuickJobMs) share = std::floor(share / kQuickShareStep) * kQuickShareStep;
   double cost = static_cast<double>(std::max(kQuickJobMs, duration_ms)) * (1.0 + kMemoryWeight * share);
   return {static_cast<int64_t>(cost + 0.5), usable_bytes > 0 && peak_bytes > usable_bytes / 2};
 }

@@ -605,8 +605,11 @@ TEST(PriorityTest, BuilderWeightsKeepNinjasOrderWithoutHistoryAndForQuickJobsOfA
   // Quick jobs count one second whatever their duration, so jobs of alike memory keep their manifest order...
   EXPECT_EQ(BuilderEdgeWeight(300, 4 * kMiB, 16 * kGiB, true).cost, 1000);
   EXPECT_EQ(BuilderEdgeWeight(900, 4 * kMiB, 16 * kGiB, true).cost, 1000);
-  // ... but memory still orders them: a quarter of the usable memory counts a quarter more.
+  // ... but memory still orders them, in steps of 5 % of the usable memory: a quarter counts a quarter more,
+  // and 4.9 % is alike to nothing.
   EXPECT_EQ(BuilderEdgeWeight(600, 4 * kGiB, 16 * kGiB, true).cost, 1250);
+  EXPECT_EQ(BuilderEdgeWeight(600, 4 * kGiB + 100 * kMiB, 16 * kGiB, true).cost, 1250);
+  EXPECT_EQ(BuilderEdgeWeight(600, 800 * kMiB, 16 * kGiB, true).cost, 1000);
   EXPECT_GT(BuilderEdgeWeight(200, 300 * kMiB, 1536 * kMiB, true).cost,
             BuilderEdgeWeight(200, 40 * kMiB, 1536 * kMiB, true).cost);
 }
