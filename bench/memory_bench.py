@@ -158,10 +158,27 @@ def heavy_serial(jobs, budget_mb):
     return (min(j.ramp_ms for j in heavy) + sum(j.hold_ms for j in heavy)) / 1000.0 + sum(j.seconds for j in sinks)
 
 
+def heavy_packing(jobs, budget_mb):
+    """heavy_serial, plus the memory-time of everything else that cannot sit beside the heavy holds. Holds of jobs
+    above half the box are disjoint; during heavy i's hold other work has at most budget - mb_i. Every other job's
+    area (and the heavy ramps' triangles) is absorbed there first; what is left needs the whole box for
+    left / budget seconds more. The final link (which needs every job) comes after. Slots and CPU are ignored, so
+    this is still a bound a clairvoyant scheduler cannot beat."""
+    heavy = [j for j in jobs if j.mb > budget_mb / 2 and not j.deps]
+    if not heavy:
+        return 0.0
+    sinks = [j for j in jobs if len(j.deps) == len(jobs) - 1]
+    others = [j for j in jobs if j not in heavy and j not in sinks]
+    area = sum(j.mb_seconds for j in others) + sum(j.mb * j.ramp_ms / 2000.0 for j in heavy)
+    beside = sum((budget_mb - j.mb) * j.hold_ms / 1000.0 for j in heavy)
+    holds = sum(j.hold_ms for j in heavy) / 1000.0
+    return holds + max(0.0, area - beside) / budget_mb + sum(j.seconds for j in sinks)
+
+
 def lower_bound(jobs, slots, budget_mb, cpu_s, cores):
     parts = {"cpu": cpu_s / cores, "memory_area": sum(j.mb_seconds for j in jobs) / budget_mb,
              "slots": sum(j.seconds for j in jobs) / slots, "chain": longest_chain(jobs),
-             "heavy_serial": heavy_serial(jobs, budget_mb)}
+             "heavy_serial": heavy_serial(jobs, budget_mb), "heavy_packing": heavy_packing(jobs, budget_mb)}
     return max(parts.values()), parts
 
 
