@@ -449,7 +449,8 @@ void MemoryController::CheckEarlyStarts(const MemoryReading& reading, int64_t no
   for (auto& [id, running] : running_) {
     if (!running.job.early || running.safety_killed) continue;
     if (jobs.empty()) jobs = RunningJobs();
-    auto view = std::find_if(jobs.begin(), jobs.end(), [&](const RunningJob& j) { return j.id == running.job.id; });
+    const uint64_t job_id = running.job.id;  // a lambda may not capture a structured binding (C++20, clang)
+    auto view = std::find_if(jobs.begin(), jobs.end(), [job_id](const RunningJob& j) { return j.id == job_id; });
     const AdmissionPolicy::EarlyCheck check = policy_.CheckEarlyStart(reading, jobs, *view, now);
     const std::string& output = running.edge->outputs[0]->path;
     switch (check.step) {
