@@ -263,11 +263,11 @@ const MemoryReading& MemoryController::RecentReading(int64_t now) {
 
 bool MemoryController::MayStart(Edge* edge, size_t running) {
   EnsureGuard();
-  // Once nothing more can start (alone, frozen, pressure, a starved head) or kWaitingWindow candidates were
+  // Once nothing more can start (alone, frozen, pressure, a starved head) or kAdmissionWalkWindow candidates were
   // refused, the rest of the ready queue is not looked at: describing each edge there would keep a state for
   // it until it runs (a cold build of 10k ready jobs held 10k of them) and cost a walk over all of them per
   // start. The queue is in priority order, so what is left out is what would have come last anyway.
-  if (pass_ && (pass_->stopped() || pass_waits_ >= kWaitingWindow)) return false;
+  if (pass_ && (pass_->stopped() || pass_waits_ >= kAdmissionWalkWindow)) return false;
   const int64_t now = parts_.clock->NowMs();
   EdgeState& state = StateFor(edge);
   RefreshIfStale(edge, state);

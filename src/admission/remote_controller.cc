@@ -67,7 +67,7 @@ void RemoteController::FillStatus(MemoryStatus* status) const {
 }
 
 bool RemoteController::MayStart(Edge* edge, size_t running) {
-  if (pass_refusals_ >= kRefusalWindow) return false;
+  if (pass_refusals_ >= kAdmissionWalkWindow) return false;
   const bool may = MayStartNow(edge, running);
   if (!may) ++pass_refusals_;
   return may;

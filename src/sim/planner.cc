@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 
+#include "headroom/admission/admission_policy.h"
 #include "headroom/util/byte_size.h"
 
 namespace headroom::sim {
@@ -17,9 +18,9 @@ constexpr double kReleaseStart = 1.0;
 constexpr int64_t kUnknownDurationMs = 1000;
 // A -j whose wall is within this share of the fastest is as good: the fewest such -j is recommended.
 constexpr double kSameWallShare = 0.02;
-// Ready jobs an admission pass looks at (SimConfig::candidate_window): with thousands ready, every pass used to
-// build a candidate for each (a 2,000-job plan took 13 s of CPU; 3.9 s with the window).
-constexpr size_t kCandidateWindow = 256;
+// Ready jobs an admission pass looks at (SimConfig::candidate_window), the builder's walk window: with thousands
+// ready, every pass used to build a candidate for each (a 2,000-job plan took 13 s of CPU; 3.9 s with the window).
+constexpr size_t kCandidateWindow = kAdmissionWalkWindow;
 
 JobDescription DescribeJob(const PlanJob& job) {
   JobDescription d;

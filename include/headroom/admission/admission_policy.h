@@ -114,6 +114,12 @@ struct AdmissionConfig {
   double early_start_lead = 0.3;
 };
 
+// An admission walk over the ready queue stops after this many refused candidates (MemoryController and
+// RemoteController); -t plan's simulator looks at this many ready candidates a tick. Past it, describing each
+// edge would keep a state for it until it ran (a cold build of 10k ready jobs held 10k) and cost a walk per start;
+// the queue is in priority order, so what is left out would have come last anyway.
+inline constexpr int kAdmissionWalkWindow = 256;
+
 // Why a candidate waits; PlanTick lets lighter jobs overtake a starving head only for some kinds.
 enum class WaitKind { kNone, kMemory, kPressure, kFrozen, kAlone, kStagger, kProbe };
 

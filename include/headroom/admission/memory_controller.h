@@ -189,9 +189,6 @@ class MemoryController : public JobController {
   static constexpr uint64_t kFreshReadingAfterBytes = 32ull << 20;  // a job this large ending frees memory
   std::optional<AdmissionPass> pass_;  // the current walk over ready edges (with a copy of pass_reading_)
   int pass_waits_ = 0;                 // candidates the current walk refused
-  // A walk looks at no more than this many refused candidates (see MayStart); -t plan's simulator looks at the
-  // first 256 ready candidates of a tick, a close model.
-  static constexpr int kWaitingWindow = 256;
   int waiting_now_ = 0;
   int64_t last_tick_ms_ = -1;  // when Tick last sampled
   MemoryDecisions decisions_;

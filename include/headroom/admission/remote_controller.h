@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "headroom/admission/admission_policy.h"
 #include "headroom/admission/remote_jobs.h"
 #include "headroom/build/builder.h"
 #include "headroom/estimator/exec_mode.h"
@@ -131,8 +132,7 @@ class RemoteController : public JobController {
   size_t local_running_ = 0;
   // Ready edges refused in the current walk (by the pool, the local cap or memory). Past the window the walk
   // stops looking, as MemoryController's does, so no class is kept for edges far down the ready queue.
-  int pass_refusals_ = 0;
-  static constexpr int kRefusalWindow = 256;
+  int pass_refusals_ = 0;  // up to kAdmissionWalkWindow
   bool saw_remote_eligible_ = false;
   bool farm_suspect_ = false;
   bool warned_fallback_ = false;
