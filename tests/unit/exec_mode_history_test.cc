@@ -31,16 +31,13 @@ using testing::VirtualFileSystem;
 constexpr uint64_t kMiBytes = 1024ull * 1024;
 
 // The fake runner, reporting every job's ru_maxrss as `max_rss_kb`.
-class MeasuringRunner : public FakeProcessRunner {
+class MeasuringRunner : public testing::AdjustingRunner {
  public:
-  using FakeProcessRunner::FakeProcessRunner;
-  WaitResult Wait(int timeout_ms, std::vector<JobExit>* finished) override {
-    size_t before = finished->size();
-    WaitResult result = FakeProcessRunner::Wait(timeout_ms, finished);
-    for (size_t i = before; i < finished->size(); ++i) (*finished)[i].max_rss_kb = max_rss_kb;
-    return result;
-  }
+  using AdjustingRunner::AdjustingRunner;
   int64_t max_rss_kb = 0;
+
+ private:
+  void Adjust(JobExit* exit) override { exit->max_rss_kb = max_rss_kb; }
 };
 
 class ExecModeHistoryTest : public ::testing::Test {

@@ -372,41 +372,46 @@ TEST(ChooseGuardVictimTest, NoSecondKillWhileOneIsFreeingMemory) {
 
 // --- What the summary says about the guard.
 
+// The summary lines of a build whose passes decided `passes` (added up as the builder does).
+std::vector<std::string> SummaryOf(std::initializer_list<MemoryDecisions> passes) {
+  MemoryDecisions total;
+  for (const MemoryDecisions& pass : passes) AddDecisions(&total, pass);
+  return SummaryLines(BuildTimeline(), total);
+}
+
+bool Says(const std::vector<std::string>& lines, const std::string& line) {
+  return std::find(lines.begin(), lines.end(), line) != lines.end();
+}
+
 TEST(GuardSummaryTest, SaysWhatGuardsTheBuildAndWhatItCost) {
-  BuildTimeline timeline;
-  MemoryDecisions decisions;
-  decisions.budget_bytes = 1024 * kMiB;
-  decisions.guard = "no build guard: no per-job cgroups";
-  std::vector<std::string> lines = SummaryLines(timeline, decisions);
+  MemoryDecisions unguarded;
+  unguarded.budget_bytes = 1024 * kMiB;
+  unguarded.guard = "no build guard: no per-job cgroups";
+  std::vector<std::string> lines = SummaryLines(BuildTimeline(), unguarded);
   EXPECT_EQ(std::count(lines.begin(), lines.end(), "no build guard: no per-job cgroups"), 1);
 
-  MemoryDecisions pass;
-  pass.guard = "build guard: cgroup v1";
-  pass.guard_stalls = 2;
-  pass.guard_kills = 3;
-  MemoryDecisions total;
-  AddDecisions(&total, pass);
-  lines = SummaryLines(timeline, total);
-  EXPECT_NE(std::find(lines.begin(), lines.end(),
-                      "build guard: cgroup v1; stalled at the limit 2 times, 3 jobs killed and requeued"),
-            lines.end());
+  MemoryDecisions stalled;
+  stalled.guard = "build guard: cgroup v1";
+  stalled.guard_stalls = 2;
+  stalled.guard_kills = 3;
+  EXPECT_TRUE(Says(SummaryOf({stalled}), "build guard: cgroup v1; stalled at the limit 2 times, 3 jobs killed and requeued"));
 
   MemoryDecisions failed_at_limit;
   failed_at_limit.guard = "build guard: cgroup v1";
   failed_at_limit.limit_failures = 1;
   failed_at_limit.requeues = 1;
-  MemoryDecisions only_failures;
-  AddDecisions(&only_failures, failed_at_limit);
-  lines = SummaryLines(timeline, only_failures);
-  EXPECT_NE(std::find(lines.begin(), lines.end(), "build guard: cgroup v1; 1 job failed at the limit and was requeued"),
-            lines.end());
-  AddDecisions(&total, failed_at_limit);
-  AddDecisions(&total, failed_at_limit);
-  lines = SummaryLines(timeline, total);
-  EXPECT_NE(std::find(lines.begin(), lines.end(),
-                      "build guard: cgroup v1; stalled at the limit 2 times, 3 jobs killed and requeued; 2 jobs "
-                      "failed at the limit and were requeued"),
-            lines.end());
+  EXPECT_TRUE(Says(SummaryOf({failed_at_limit}), "build guard: cgroup v1; 1 job failed at the limit and was requeued"));
+  EXPECT_TRUE(Says(SummaryOf({stalled, failed_at_limit, failed_at_limit}),
+                   "build guard: cgroup v1; stalled at the limit 2 times, 3 jobs killed and requeued; 2 jobs "
+                   "failed at the limit and were requeued"));
+
+  MemoryDecisions early;
+  early.guard = "build guard: cgroup v1";
+  early.jobs_waited = 2;
+  early.early_starts = 2;
+  early.parks = 1;
+  EXPECT_TRUE(Says(SummaryOf({early}),
+                   "build guard: cgroup v1; 2 jobs started before the memory it needed was free (1 paused until it was)"));
 }
 
 // --- Real cgroup v1 (root): tasks wait at the limit instead of dying, and only headroom's choice frees them.
