@@ -24,7 +24,6 @@
 namespace headroom {
 namespace {
 
-using testing::FakeProcessRunner;
 using testing::ManualClock;
 using testing::VirtualFileSystem;
 
