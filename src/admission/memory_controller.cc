@@ -152,8 +152,14 @@ JobProfile MemoryController::ModeProfileOf(const Edge* edge, const EdgeState& st
   JobProfile profile = ProfileOf(state);
   const auto& remote = at_job_end ? exec_mode_hooks_.ran_remote : exec_mode_hooks_.starts_remote;
   if (!remote || !remote(edge)) return profile;
-  profile.class_key = parts_.estimator->InternKey(ExecModeKey(profile.class_key, ExecMode::kRemote));
-  profile.family_key = parts_.estimator->InternKey(ExecModeKey(profile.family_key, ExecMode::kRemote));
+  // A remote-bound edge is predicted on every walk while it waits: its class's " @remote" keys are made once.
+  auto [keys, added] = remote_keys_.try_emplace(profile.class_key);
+  if (added) {
+    keys->second = {parts_.estimator->InternKey(ExecModeKey(profile.class_key, ExecMode::kRemote)),
+                    parts_.estimator->InternKey(ExecModeKey(profile.family_key, ExecMode::kRemote))};
+  }
+  profile.class_key = keys->second.first;
+  profile.family_key = keys->second.second;
   if (exec_mode_hooks_.residual_bytes) profile.prior.peak_bytes = exec_mode_hooks_.residual_bytes(edge);
   return profile;
 }

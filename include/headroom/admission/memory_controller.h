@@ -8,7 +8,9 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "headroom/admission/admission_policy.h"
@@ -137,6 +139,8 @@ class MemoryController : public JobController {
   static JobProfile ProfileOf(const EdgeState& state);
   // ProfileOf, keyed per execution mode when the exec-mode hooks say the edge runs (or ran) remote.
   JobProfile ModeProfileOf(const Edge* edge, const EdgeState& state, bool at_job_end) const;
+  // Class key -> its class's and family's " @remote" keys, interned by the estimator (ModeProfileOf).
+  mutable std::unordered_map<std::string_view, std::pair<std::string_view, std::string_view>> remote_keys_;
   // Re-predicts from the profile and the history as it is now (the estimator learned since the last one).
   void Predict(const Edge* edge, EdgeState& state);
   // An edge not started yet follows what finished jobs taught since it was first considered.
