@@ -112,11 +112,11 @@ def seed_history(build_dir):
     with open(os.path.join(build_dir, ".ninja_log")) as f:
         outputs = [line.split("\t")[3] for line in f.read().splitlines()[1:] if line.count("\t") >= 4]
     classes = 64
-    lines = ["# headroom history v1"]
+    lines = ["# headroom history v2"]
     lines += [f"C\t{c}\tCXX_bench{c} stub_cc -O2 -c .cc" for c in range(classes)]
     for i, out in enumerate(outputs):
         lines.append(f"E\t{i % classes}\t{(0x9e3779b97f4a7c15 * (i + 1)) % 2**64:016x}\t{(40 + i % 500) << 20}\t"
-                     f"{50 + i % 3000}\tc\tc\t{out}")
+                     f"{50 + i % 3000}\tc\tc\t-\t{out}")
     with open(os.path.join(build_dir, ".headroom_history"), "w") as f:
         f.write("\n".join(lines) + "\n")
 

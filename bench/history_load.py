@@ -35,11 +35,11 @@ def write_tree(out, entries):
             h = (0x9E3779B97F4A7C15 * (i + 1)) % 2**64
             f.write(f"{i}\t{i + 700}\t{1700000000000000000 + i}\t{output_name(i)}\t{h:x}\n")
     classes = 200
-    lines = ["# headroom history v1"]
+    lines = ["# headroom history v2"]
     lines += [f"C\t{c}\tCXX_COMPILER__target{c} /usr/bin/c++ -DFOO -O2 -g -std=c++20 -c .cc" for c in range(classes)]
     for i in range(entries):
         h = (0x9E3779B97F4A7C15 * (i + 1)) % 2**64
-        lines.append(f"E\t{i % classes}\t{h:016x}\t{(300 << 20) + i * 4096}\t{1200 + i % 700}\tc\tc\t{output_name(i)}")
+        lines.append(f"E\t{i % classes}\t{h:016x}\t{(300 << 20) + i * 4096}\t{1200 + i % 700}\tc\tc\t-\t{output_name(i)}")
     with open(os.path.join(out, ".headroom_history"), "w") as f:
         f.write("\n".join(lines) + "\n")
 

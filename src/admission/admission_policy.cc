@@ -105,6 +105,23 @@ uint64_t AdmissionPolicy::Owed(const RunningJob& job, int64_t now_ms) const {
   return std::min(whole_estimate, SaturatingSub(job.peak_rss, job.rss));
 }
 
+uint64_t AdmissionPolicy::OwedBy(const RunningJob& job, int64_t now_ms, int64_t until_ms) const {
+  const uint64_t owed = Owed(job, now_ms);
+  const int64_t duration = job.expected_end_ms - job.started_ms;
+  if (!config_.rise_bets || until_ms < 0 || !job.rise.known() || duration <= 0 || job.overran) return owed;
+  const double paced = config_.rise_time_margin * static_cast<double>(duration);
+  // Above where its curve says it may be by now, this run rises faster than the ones it was learned from.
+  const double now_share = static_cast<double>(now_ms - job.started_ms) / paced;
+  if (job.peak_rss > Scale(job.predicted_peak, job.rise.BoundAt(now_share))) return owed;
+  const double then_share = static_cast<double>(until_ms - job.started_ms) / paced;
+  return std::min(owed, SaturatingSub(Scale(job.predicted_peak, job.rise.BoundAt(then_share)), job.rss));
+}
+
+int64_t AdmissionPolicy::BetHorizon(const Candidate& candidate, int64_t now_ms) const {
+  if (!config_.rise_bets || candidate.expected_ms <= 0) return -1;
+  return now_ms + static_cast<int64_t>(config_.rise_horizon_factor * static_cast<double>(candidate.expected_ms));
+}
+
 AdmissionPolicy::EarlyCheck AdmissionPolicy::CheckEarlyStart(const MemoryReading& reading,
                                                              std::span<const RunningJob> running,
                                                              const RunningJob& job, int64_t now_ms) const {
@@ -140,12 +157,14 @@ std::string AdmissionPolicy::StaggerWait(std::span<const RunningJob> running, co
   if (candidate.unknown_heavy && !roomy) {
     bool family_peaked = false;
     const RunningJob* climbing = nullptr;
+    int climbing_members = 0;
     for (const RunningJob& job : running) {
       if (job.family_key != candidate.family_key) continue;
       if (PeakIsBehind(job, now_ms)) family_peaked = true;
-      else if (!climbing) climbing = &job;
+      else if (++climbing_members == 1) climbing = &job;
     }
-    if (climbing && !family_peaked) {
+    const int probes = config_.guarded ? config_.guarded_probe_members : 1;
+    if (climbing && !family_peaked && climbing_members >= probes) {
       return fmt::format("probing an unmeasured heavy family: waiting for job {} to peak (at {} so far)",
                          climbing->id, FormatBytes(climbing->peak_rss));
     }
@@ -174,7 +193,8 @@ AdmissionDecision AdmissionPolicy::Decide(const MemoryReading& reading, std::spa
     }
   }
   uint64_t owed = 0;
-  for (const RunningJob& job : running) owed += Owed(job, now_ms);
+  const int64_t horizon = BetHorizon(candidate, now_ms);
+  for (const RunningJob& job : running) owed += OwedBy(job, now_ms, horizon);
   bool fits = headroom >= owed + peak + reserve;
   std::string need = fmt::format("needs ~{}, {} left after running jobs", FormatBytes(peak),
                                  FormatBytes(SaturatingSub(headroom, owed)));
@@ -371,6 +391,7 @@ void AdmissionPass::AddRunning(const Candidate& candidate, bool over_budget) {
   if (candidate.expected_ms > 0) job.expected_end_ms = now_ms_ + candidate.expected_ms;
   job.runs_alone = candidate.must_run_alone || over_budget;
   job.heavy = candidate.predicted_peak >= policy_.config().heavy_threshold;
+  job.rise = candidate.rise;
   running_.push_back(std::move(job));
 }
 

@@ -74,6 +74,7 @@ void MemoryController::EnsureGuard() {
     AdmissionConfig guarded = policy_.config();
     guarded.guarded = true;
     guarded.early_starts = true;  // a lost bet is a pause (or at worst a requeue), never a kernel OOM kill
+    guarded.rise_bets = true;     // likewise: a job that rises faster than before meets the safety net
     policy_ = AdmissionPolicy(guarded);
     decisions_.reserve_bytes = policy_.Reserve(budget_bytes_);
   }
@@ -173,6 +174,7 @@ void MemoryController::Predict(const Edge* edge, EdgeState& state) {
   state.estimate.source = estimate.source;
   state.estimate.unknown_heavy = estimate.unknown_heavy;
   state.estimate.confident = estimate.confident;
+  state.estimate.rise = estimate.rise;
   state.estimate_generation = static_cast<uint32_t>(parts_.estimator->generation());
   // Only a duration taken from the class (the edge's runs gave none) or a requeue can still move it.
   state.settled = estimate.source == EstimateSource::kEdgeHistory && estimate.duration_ms > 0 &&
@@ -246,6 +248,7 @@ Candidate MemoryController::CandidateFor(const Edge* edge, EdgeState& state, int
   candidate.must_run_alone = state.must_run_alone;
   candidate.ready_since_ms = state.waiting_since_ms >= 0 ? state.waiting_since_ms : now;
   candidate.expected_ms = state.estimate.duration_ms;
+  candidate.rise = state.estimate.rise;
   return candidate;
 }
 
@@ -351,6 +354,7 @@ void MemoryController::JobStarted(Edge* edge, JobId id, ProcessRunner* runner) {
   running.job.last_growth_ms = now;
   if (state.estimate.duration_ms > 0) running.job.expected_end_ms = now + state.estimate.duration_ms;
   running.job.runs_alone = state.must_run_alone;
+  running.job.rise = state.estimate.rise;
   running.job.early = state.early_start;
   if (state.early_start) ++decisions_.early_starts;
   state.early_start = false;
@@ -369,10 +373,19 @@ int MemoryController::SampleIntervalMs() const {
   // A job growing into memory that is not free yet must be paused before the build reaches its cap: at 200 ms
   // a compile can take hundreds of MiB between two samples, at 20 ms a few tens (less than the reserve).
   constexpr int kEarlyStartSampleIntervalMs = 20;
+  // Where rise bets are made (under the guard), a job's first second is sampled more finely, so the rise curve of a
+  // short job has more than a sample or two; later samples matter less to a curve kept as shares of the run.
+  constexpr int kYoungJobSampleIntervalMs = 50;
+  constexpr int64_t kYoungJobMs = 1'000;
+  int interval = kDefaultSampleIntervalMs;
+  const int64_t now = parts_.clock->NowMs();
   for (const auto& [id, running] : running_) {
     if (running.job.early && !running.job.parked) return kEarlyStartSampleIntervalMs;
+    if (policy_.config().rise_bets && now - running.job.started_ms < kYoungJobMs) {
+      interval = kYoungJobSampleIntervalMs;
+    }
   }
-  return kDefaultSampleIntervalMs;
+  return interval;
 }
 
 MemoryController::Running* MemoryController::FindByKey(uint64_t key) {
@@ -391,7 +404,9 @@ void MemoryController::Tick(ProcessRunner* runner) {
   last_tick_ms_ = now;
   parts_.meter->Sample();
   for (auto& [id, running] : running_) {
-    MemoryTrack::Observe(&running.job, parts_.meter->CurrentBytes(running.meter_key), now);
+    const uint64_t bytes = parts_.meter->CurrentBytes(running.meter_key);
+    MemoryTrack::Observe(&running.job, bytes, now);
+    running.rise.Sample(now - running.job.started_ms, bytes);
   }
   const MemoryReading reading = Read();
   pass_reading_ = reading;
@@ -442,6 +457,7 @@ void MemoryController::ApplySafetyAction(const SafetyAction& action, ProcessRunn
 void MemoryController::Pause(Running* running, ProcessRunner* runner) {
   // The cgroup freezer stops the whole tree at once; without it the process group is stopped.
   running->frozen_by_signal = !parts_.meter->Freeze(running->meter_key);
+  running->paused_once = true;
   if (running->frozen_by_signal) runner->SignalJob(running->runner_id, SIGSTOP);
   running->job.frozen = true;
 }
@@ -512,6 +528,12 @@ bool MemoryController::JobFinished(Edge* edge, JobExit* exit) {
   record.outcome = running.safety_killed || failed_at_limit ? JobOutcome::kSafetyKilled
                    : result.oom.oom_killed                  ? JobOutcome::kOomKilled
                                                             : JobOutcome::kCompleted;
+  // A pause stretched its run without growth: its samples would say it rose later than it does, so such a run
+  // keeps what the edge's earlier runs said (unknown when they said nothing) rather than making the next
+  // estimate's curve unknown (RiseCurve::Faster).
+  if (record.outcome == JobOutcome::kCompleted) {
+    record.rise = running.paused_once ? state.estimate.rise : running.rise.Finish(record.peak_bytes, record.duration_ms);
+  }
   RecordJobEnd(running, parts_.clock->NowMs(), record.peak_bytes, PeakSourceName(result.peak_source),
                running.safety_killed     ? "safety-killed"
                : result.oom.oom_killed   ? "oom-killed"

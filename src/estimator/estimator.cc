@@ -54,11 +54,13 @@ std::optional<Estimate> Estimator::FromEdgeHistory(const JobDescription& job, co
   size_t window_start = edge->recent.size() > config_.edge_window ? edge->recent.size() - config_.edge_window : 0;
   uint64_t completed_max = 0, killed_bound = 0;
   bool rusage_only = true;
+  std::optional<RiseCurve> rise;  // the fastest rise of the completed runs (any unknown one makes it unknown)
   for (size_t i = window_start; i < edge->recent.size(); ++i) {
     const HistoryRecord& r = edge->recent[i];
     if (r.killed()) {
       killed_bound = std::max(killed_bound, Scale(r.peak_bytes, config_.killed_factor));
     } else {
+      rise = rise ? RiseCurve::Faster(*rise, r.rise) : r.rise;
       completed_max = std::max(completed_max, r.peak_bytes);
       killed_bound = 0;  // this later completion supersedes the earlier kills' lower bounds.
       rusage_only = rusage_only && r.method == PeakMethod::kRusage;
@@ -67,6 +69,7 @@ std::optional<Estimate> Estimator::FromEdgeHistory(const JobDescription& job, co
   Estimate estimate;
   estimate.source = EstimateSource::kEdgeHistory;
   estimate.duration_ms = MedianDuration(edge->recent);
+  if (rise) estimate.rise = *rise;
   const double margin = EdgeMargin(*edge, window_start);
   estimate.peak_bytes = std::max(Scale(completed_max, margin), killed_bound);
   // A kill only bounds the peak from below: the edge is known once a run of it completed since.

@@ -1,8 +1,9 @@
 // .ninja_headroom (before: .headroom_history, migrated on open): a line-oriented, versioned, append-only file of
 // job peaks, compacted like ninja's log.
-//   # headroom history v1
+//   # headroom history v2
 //   C <id> <class key>                                   class ids are dense, in order of first use
-//   E <class id> <cmd hash hex> <peak> <ms> <method> <outcome> <output>
+//   E <class id> <cmd hash hex> <peak> <ms> <method> <outcome> <rise> <output>
+// v1 (read, then rewritten as v2) had no <rise> field.
 // Fields are tab-separated; the class key and the output are last and escape \ TAB and newline.
 #include "headroom/history/history_store.h"
 
@@ -23,7 +24,8 @@ namespace {
 using namespace history_text;
 
 constexpr std::string_view kMagic = "# headroom history v";
-constexpr int kVersion = 1;
+constexpr int kVersion = 2;
+constexpr int kOldestReadVersion = 1;  // v1: no rise curve
 
 // The 16 digits headroom writes go through ParseDigits (hex from_chars was the costliest step of
 // loading); from_chars still reads anything else it accepted before, such as extra leading zeros.
@@ -34,11 +36,11 @@ bool ParseCommandHash(std::string_view text, uint64_t* value) {
 // The fields of a record line after "E<TAB>", split at each tab and converted with the general parsers:
 // class id, command hash, peak, duration, method, outcome; *output is what follows.
 bool SplitRecordFields(std::string_view line, uint32_t* class_id, uint64_t* hash, HistoryRecord* record,
-                       std::string_view* output) {
+                       std::string_view* output, bool with_rise) {
   std::string_view field;
   if (!NextField(&line, &field) || !ParseInt(field, class_id)) return false;
   if (!NextField(&line, &field) || !ParseCommandHash(field, hash)) return false;
-  if (!ParseRunFields(&line, record)) return false;
+  if (!ParseRunFields(&line, record, with_rise)) return false;
   *output = line;
   return true;
 }
@@ -67,6 +69,13 @@ class FieldScanner {
     *c = *at_++;
     return Tab();
   }
+  // Everything up to the next tab, and the tab.
+  bool Field(std::string_view* field) {
+    const char* start = at_;
+    while (at_ < end_ && *at_ != '\t') ++at_;
+    *field = {start, static_cast<size_t>(at_ - start)};
+    return Tab();
+  }
   std::string_view Rest() const { return {at_, static_cast<size_t>(end_ - at_)}; }
 
  private:
@@ -80,7 +89,7 @@ class FieldScanner {
 // step of loading). Digit counts stay below where a value could overflow; anything it declines (a 20-digit
 // number, a sign) goes to SplitRecordFields, so both accept exactly the same lines.
 bool ScanRecordFields(std::string_view line, uint32_t* class_id, uint64_t* hash, HistoryRecord* record,
-                      std::string_view* output) {
+                      std::string_view* output, bool with_rise) {
   FieldScanner scan(line);
   uint64_t id, peak, duration;
   char method, outcome;
@@ -89,6 +98,8 @@ bool ScanRecordFields(std::string_view line, uint32_t* class_id, uint64_t* hash,
       !IsOutcome(outcome)) {
     return false;
   }
+  std::string_view rise;
+  if (with_rise && (!scan.Field(&rise) || !RiseCurve::Parse(rise, &record->rise))) return false;
   *class_id = static_cast<uint32_t>(id);
   record->peak_bytes = peak;
   record->duration_ms = static_cast<int64_t>(duration);
@@ -120,8 +131,8 @@ std::string HeaderLine() { return fmt::format("{}{}\n", kMagic, kVersion); }
 std::string ClassLine(uint32_t id, std::string_view key) { return fmt::format("C\t{}\t{}\n", id, Escape(key)); }
 
 std::string EdgeLine(std::string_view output, uint64_t command_hash, uint32_t class_id, const HistoryRecord& r) {
-  return fmt::format("E\t{}\t{:016x}\t{}\t{}\t{}\t{}\t{}\n", class_id, command_hash, r.peak_bytes, r.duration_ms,
-                     static_cast<char>(r.method), static_cast<char>(r.outcome), Escape(output));
+  return fmt::format("E\t{}\t{:016x}\t{}\t{}\t{}\t{}\t{}\t{}\n", class_id, command_hash, r.peak_bytes, r.duration_ms,
+                     static_cast<char>(r.method), static_cast<char>(r.outcome), r.rise.Format(), Escape(output));
 }
 
 }  // namespace
@@ -239,8 +250,9 @@ bool HistoryStore::ParseLine(std::string_view line) {
   uint32_t class_id;
   uint64_t hash;
   HistoryRecord record;
-  if (!ScanRecordFields(line, &class_id, &hash, &record, &line) &&
-      !SplitRecordFields(line, &class_id, &hash, &record, &line)) {
+  const bool with_rise = file_version_ >= 2;
+  if (!ScanRecordFields(line, &class_id, &hash, &record, &line, with_rise) &&
+      !SplitRecordFields(line, &class_id, &hash, &record, &line, with_rise)) {
     return false;
   }
   if (class_id >= classes_.size() || line.empty()) return false;
@@ -262,10 +274,14 @@ std::string HistoryStore::Parse(std::string_view contents, bool* needs_rewrite) 
     return fmt::format("{} is not a headroom history file; starting a new one", path_);
   }
   int version = 0;
-  if (!ParseInt(header.substr(kMagic.size()), &version) || version != kVersion || header_end == contents.npos) {
+  if (!ParseInt(header.substr(kMagic.size()), &version) || version < kOldestReadVersion || version > kVersion ||
+      header_end == contents.npos) {
     *needs_rewrite = true;
     return fmt::format("{} has an unsupported version ('{}'); starting a new one", path_, header);
   }
+  // An older version is read as it is and rewritten in the current one, so appended records match the header.
+  if (version != kVersion) *needs_rewrite = true;
+  file_version_ = version;
   size_t pos = header_end + 1;
   size_t line_number = 1;
   // The index grows as edges appear rather than being sized by the line count up front: a history holds

@@ -31,7 +31,7 @@ bool Unescape(std::string_view text, std::string* out) {
   return true;
 }
 
-bool ParseRunFields(std::string_view* rest, HistoryRecord* record) {
+bool ParseRunFields(std::string_view* rest, HistoryRecord* record, bool with_rise) {
   std::string_view field, method, outcome;
   if (!NextField(rest, &field) || !ParseInt(field, &record->peak_bytes)) return false;
   if (!NextField(rest, &field) || !ParseInt(field, &record->duration_ms) || record->duration_ms < 0) return false;
@@ -39,7 +39,9 @@ bool ParseRunFields(std::string_view* rest, HistoryRecord* record) {
   if (!NextField(rest, &outcome) || outcome.size() != 1 || !IsOutcome(outcome[0])) return false;
   record->method = static_cast<PeakMethod>(method[0]);
   record->outcome = static_cast<JobOutcome>(outcome[0]);
-  return true;
+  if (!with_rise) return true;
+  std::string_view rise;
+  return NextField(rest, &rise) && RiseCurve::Parse(rise, &record->rise);
 }
 
 }  // namespace headroom::history_text

@@ -77,7 +77,7 @@ std::string StoreEntryReader::ReadHeader(int* version) {
   if (!ParseInt(header.substr(kMagic.size()), &read_version) || read_version < 1) {
     return fmt::format("{} has an unreadable version ('{}')", name_, header);
   }
-  *version = read_version;
+  *version = version_ = read_version;
   if (read_version > kVersion) return "";  // the caller leaves it alone: never read further, never written
   if (!complete) return fmt::format("{} is truncated", name_);
   failed_ = false;
@@ -121,7 +121,7 @@ bool StoreEntryReader::Next(StoreEntry* entry) {
     if (line.size() >= 2 && line[0] == 'r' && line[1] == '\t') {
       std::string_view rest = line.substr(2);
       HistoryRecord record;
-      if (!ParseRunFields(&rest, &record) || !rest.empty()) {
+      if (!ParseRunFields(&rest, &record, /*with_rise=*/version_ >= 2) || !rest.empty()) {
         Fail("corrupt");
         return true;  // what this entry held before the damage is kept
       }
@@ -145,8 +145,8 @@ void AppendStoreEntry(const StoreEntry& entry, std::string* text) {
                    Escape(entry.output));
   }
   for (const HistoryRecord& r : entry.records) {
-    fmt::format_to(std::back_inserter(*text), "r\t{}\t{}\t{}\t{}\n", r.peak_bytes, r.duration_ms,
-                   static_cast<char>(r.method), static_cast<char>(r.outcome));
+    fmt::format_to(std::back_inserter(*text), "r\t{}\t{}\t{}\t{}\t{}\n", r.peak_bytes, r.duration_ms,
+                   static_cast<char>(r.method), static_cast<char>(r.outcome), r.rise.Format());
   }
 }
 

@@ -1,10 +1,10 @@
 // The per-user store file ($XDG_CACHE_HOME/headroom/history): a small versioned text file, replaced whole
 // under a lock (read, merge, bound, write a temp file, rename), so concurrent builds never lose records and
 // readers, who take no lock, never see half a file.
-//   # headroom user store v1
+//   # headroom user store v2
 //   C <last used, unix s> <class key>                 a job class; its samples follow as r lines
 //   E <key hex> <last used> <normalised output>       an edge (PathNormaliser::EdgeKey); its runs follow
-//   r <peak bytes> <duration ms> <method> <outcome>   oldest first
+//   r <peak bytes> <duration ms> <method> <outcome> <rise curve>   oldest first (v1: no rise curve)
 // Fields are tab-separated; keys and outputs are last and escape \ TAB and newline.
 #include "headroom/history/user_store.h"
 
@@ -36,8 +36,8 @@ using namespace history_text;
 constexpr std::string_view kMagic = "# headroom user store v";
 
 std::string RecordLine(const HistoryRecord& r) {
-  return fmt::format("r\t{}\t{}\t{}\t{}\n", r.peak_bytes, r.duration_ms, static_cast<char>(r.method),
-                     static_cast<char>(r.outcome));
+  return fmt::format("r\t{}\t{}\t{}\t{}\t{}\n", r.peak_bytes, r.duration_ms, static_cast<char>(r.method),
+                     static_cast<char>(r.outcome), r.rise.Format());
 }
 
 void AddSample(std::vector<HistoryRecord>* samples, const HistoryRecord& record) {
@@ -277,6 +277,7 @@ std::string UserStore::LoadIndex() {
   reader.set_caps(kSamplesPerClass, kRunsPerEdge);
   int version = kVersion;
   std::string damage = reader.ReadHeader(&version);
+  contents_.version = version;  // FindEdge reads entries cut out of this file in its format
   if (damage.empty() && version > kVersion) {
     read_only_ = true;
     return Warn(fmt::format("the headroom store {} was written by a newer headroom (format v{}); left untouched "
@@ -350,6 +351,7 @@ const EdgeHistory* UserStore::FindEdge(uint64_t key) const {
   }
   StoreEntryReader reader(found_text_, file_path(), /*has_header=*/false);
   reader.set_caps(kSamplesPerClass, kRunsPerEdge);
+  reader.set_version(contents_.version);
   if (!reader.Next(&found_entry_) || found_entry_.kind != 'E' || found_entry_.records.empty()) return nullptr;
   found_.command_hash = key;
   found_.recent.clear();

@@ -63,7 +63,7 @@ def history_outcomes(directory: Path) -> list[str]:
     path = next((directory / n for n in names if (directory / n).exists()), directory / names[0])
     outcomes = []
     for line in path.read_text().splitlines():
-        # E <class> <command hash> <peak> <duration> <peak method> <outcome> <output>
+        # E <class> <command hash> <peak> <duration> <peak method> <outcome> <rise curve> <output>
         fields = line.split("\t")
         if fields[0] == "E":
             outcomes.append(fields[6])

@@ -237,17 +237,110 @@ TEST(AdmissionTest, UnderTheBuildGuardAGuessIsCountedAtHalfSoLighterWorkRunsBesi
 
 TEST(AdmissionTest, UnderTheBuildGuardAnUnmeasuredFamilyIsBetOnWhileAnotherWholeGuessWouldStillFit) {
   AdmissionPolicy guarded({.guarded = true});
-  std::vector<RunningJob> running = {Running(1, 4 * kGiB, 1 * kGiB, 0, "nvcc -DV=1")};
-  running[0].family_key = "nvcc -DV";
-  running[0].last_growth_ms = 1'000;
-  Candidate sibling = Cand(2, 4 * kGiB, "nvcc -DV=2");
+  std::vector<RunningJob> running = {Running(1, 4 * kGiB, 1 * kGiB, 0, "nvcc -DV=1"),
+                                     Running(2, 4 * kGiB, 1 * kGiB, 0, "nvcc -DV=2")};
+  for (RunningJob& job : running) {
+    job.family_key = "nvcc -DV";
+    job.last_growth_ms = 1'000;
+  }
+  Candidate sibling = Cand(3, 4 * kGiB, "nvcc -DV=3");
   sibling.family_key = "nvcc -DV";
   sibling.unknown_heavy = sibling.from_prior = true;
   // 60 GiB free: after this one, another whole 4 GiB guess still fits.
   EXPECT_TRUE(guarded.Decide(Reading(64 * kGiB, 60 * kGiB), running, sibling, 2'000).admit);
-  // 10 GiB free: room for this one but not for a joint overshoot: it waits for the probe, as without the guard.
+  // 10 GiB free: room for this one but not for a joint overshoot, and two members already climb: it waits for
+  // them to peak, as it would without the guard.
   EXPECT_EQ(guarded.Decide(Reading(64 * kGiB, 10 * kGiB), running, sibling, 2'000).wait, WaitKind::kProbe);
   EXPECT_EQ(AdmissionPolicy().Decide(Reading(64 * kGiB, 60 * kGiB), running, sibling, 2'000).wait, WaitKind::kProbe);
+}
+
+TEST(AdmissionTest, UnderTheBuildGuardASecondMemberClimbsBesideTheProbeWhenItFits) {
+  // A 4 GiB box: two capped guesses fit, a third does not. Without the guard the second waits for the probe to
+  // peak (a real nvcc job peaks late, in ptxas, and the second core idles meanwhile); under it, the second is bet
+  // on and only the third waits.
+  const uint64_t budget = 4 * kGiB;
+  AdmissionPolicy guarded({.guarded = true});
+  AdmissionPolicy unguarded;
+  Candidate member = Cand(2, 1800 * kMiB, "nvcc -DV=2");
+  member.family_key = "nvcc -DV";
+  member.unknown_heavy = member.from_prior = true;
+  std::vector<RunningJob> running = {Running(1, 1800 * kMiB, 300 * kMiB, 0, "nvcc -DV=1")};
+  running[0].family_key = "nvcc -DV";
+  running[0].last_growth_ms = 1'000;
+  const MemoryReading reading = Reading(budget, budget - 300 * kMiB);
+  EXPECT_TRUE(guarded.Decide(reading, running, member, 2'000).admit);
+  EXPECT_EQ(unguarded.Decide(reading, running, member, 2'000).wait, WaitKind::kProbe);
+  running.push_back(Running(2, 1800 * kMiB, 0, 2'000, "nvcc -DV=2"));
+  running[1].family_key = "nvcc -DV";
+  member.id = 3;
+  EXPECT_EQ(guarded.Decide(Reading(budget, budget - 300 * kMiB), running, member, 2'100).wait, WaitKind::kProbe);
+  // The option at 1 restores one probe under the guard too.
+  AdmissionPolicy one_probe({.guarded_probe_members = 1, .guarded = true});
+  running.pop_back();
+  EXPECT_EQ(one_probe.Decide(reading, running, member, 2'000).wait, WaitKind::kProbe);
+}
+
+// A job that ramps linearly to 1 GiB over its first half and holds it for the second, learned from earlier runs.
+RunningJob Ramping(uint64_t id, int64_t started, int64_t duration) {
+  RunningJob job = Running(id, 1 * kGiB, 0, started, "ramp");
+  job.expected_end_ms = started + duration;
+  job.rise.below = {32, 64, 95, 114};  // 25 % at 1/8 of the run, 50 % at 1/4, 75 % at 3/8, 90 % at 0.45
+  return job;
+}
+
+TEST(AdmissionTest, ARiseBetCountsARampingJobAtWhatItHoldsWhenTheCandidateEnds) {
+  AdmissionPolicy bets({.guarded = true, .rise_bets = true, .rise_horizon_factor = 1.25, .rise_time_margin = 0.9});
+  const uint64_t budget = 1536 * kMiB;
+  std::vector<RunningJob> running = {Ramping(1, 0, 2'000)};
+  running[0].rss = running[0].peak_rss = 100 * kMiB;
+  const MemoryReading reading = Reading(budget, budget - 100 * kMiB);
+  // A 100 ms job ends (with its margin) at 125 ms, 0.07 of the ramping job's paced run: it holds under 25 % then.
+  Candidate quick = Cand(2, 900 * kMiB);
+  quick.expected_ms = 100;
+  EXPECT_EQ(bets.OwedBy(running[0], 0, bets.BetHorizon(quick, 0)), 256 * kMiB - 100 * kMiB);
+  EXPECT_TRUE(bets.Decide(reading, running, quick, 0).admit);
+  // A long one, or one of unknown length, must sit beside the whole 1 GiB.
+  Candidate slow = quick;
+  slow.expected_ms = 1'500;
+  EXPECT_FALSE(bets.Decide(reading, running, slow, 0).admit);
+  slow.expected_ms = 0;
+  EXPECT_FALSE(bets.Decide(reading, running, slow, 0).admit);
+  // Without the option (or without the guard that turns it on) nothing changes.
+  AdmissionPolicy plain({.guarded = true});
+  EXPECT_FALSE(plain.Decide(reading, running, quick, 0).admit);
+}
+
+TEST(AdmissionTest, NoRiseBetOnAJobAboveItsCurveOrPastItsEstimateOrWithoutOne) {
+  AdmissionPolicy bets({.guarded = true, .rise_bets = true});
+  std::vector<RunningJob> running = {Ramping(1, 0, 2'000)};
+  const int64_t until = 300;
+  // Already at 600 MiB 100 ms in, where its curve said under 256 MiB: this run rises faster than the learned ones.
+  running[0].rss = running[0].peak_rss = 600 * kMiB;
+  EXPECT_EQ(bets.OwedBy(running[0], 100, until), bets.Owed(running[0], 100));
+  running[0].rss = running[0].peak_rss = 100 * kMiB;
+  EXPECT_LT(bets.OwedBy(running[0], 100, until), bets.Owed(running[0], 100));
+  running[0].overran = true;
+  EXPECT_EQ(bets.OwedBy(running[0], 100, until), bets.Owed(running[0], 100));
+  running[0].overran = false;
+  running[0].rise = RiseCurve{};
+  EXPECT_EQ(bets.OwedBy(running[0], 100, until), bets.Owed(running[0], 100));
+  running[0] = Ramping(1, 0, 2'000);
+  running[0].expected_end_ms = -1;  // no predicted duration: no time scale for its curve
+  EXPECT_EQ(bets.OwedBy(running[0], 100, until), bets.Owed(running[0], 100));
+}
+
+TEST(AdmissionPassTest, AJobAdmittedInThePassBringsItsRiseCurveForTheNext) {
+  AdmissionPolicy bets({.guarded = true, .rise_bets = true});
+  const uint64_t budget = 1536 * kMiB;
+  AdmissionPass pass(bets, Reading(budget, budget), {}, 0);
+  Candidate heavy = Cand(1, 1 * kGiB, "ramp");
+  heavy.expected_ms = 2'000;
+  heavy.rise.below = {32, 64, 95, 114};
+  ASSERT_TRUE(pass.Consider(heavy).admit);
+  // Beside the heavy one's whole 1 GiB, 900 MiB does not fit; for 100 ms it holds a quarter of it.
+  Candidate quick = Cand(2, 900 * kMiB);
+  quick.expected_ms = 100;
+  EXPECT_TRUE(pass.Consider(quick).admit);
 }
 
 TEST(AdmissionTest, ASettledJobOwesOnlyAReturnToItsPeak) {

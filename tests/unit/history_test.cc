@@ -53,7 +53,57 @@ TEST_F(HistoryTest, MissingFileStartsEmptyAndWritesAHeader) {
   EXPECT_EQ(store.Open(path_), "");
   EXPECT_EQ(store.edge_count(), 0u);
   store.Close();
-  EXPECT_EQ(ReadFile(), "# headroom history v1\n");
+  EXPECT_EQ(ReadFile(), "# headroom history v2\n");
+}
+
+TEST_F(HistoryTest, ARunsRiseCurveSurvivesAReload) {
+  std::string error;
+  HistoryRecord ramp = Rec(1000, 800);
+  ramp.rise.below = {10, 40, 90, 120};
+  {
+    HistoryStore store;
+    ASSERT_EQ(store.Open(path_), "");
+    ASSERT_TRUE(store.Record("ramp.o", 1, "K", ramp, &error)) << error;
+    ASSERT_TRUE(store.Record("flat.o", 2, "K", Rec(10), &error)) << error;
+  }
+  EXPECT_NE(ReadFile().find("\t10/40/90/120\tramp.o\n"), std::string::npos) << ReadFile();
+  EXPECT_NE(ReadFile().find("\t-\tflat.o\n"), std::string::npos) << ReadFile();
+  HistoryStore store;
+  ASSERT_EQ(store.Open(path_), "");
+  EXPECT_EQ(store.FindEdge("ramp.o", 1)->recent[0].rise, ramp.rise);
+  EXPECT_FALSE(store.FindEdge("flat.o", 2)->recent[0].rise.known());
+}
+
+TEST_F(HistoryTest, AVersion1FileIsReadAndRewrittenAsVersion2WithoutAWarning) {
+  WriteFile("# headroom history v1\nC\t0\tK\nE\t0\t0000000000000001\t100\t5\tc\tc\ta.o\n");
+  std::string error;
+  {
+    HistoryStore store;
+    ASSERT_EQ(store.Open(path_), "") << "an older format is no damage";
+    const EdgeHistory* a = store.FindEdge("a.o", 1);
+    ASSERT_NE(a, nullptr);
+    EXPECT_EQ(a->recent[0].peak_bytes, 100u);
+    EXPECT_FALSE(a->recent[0].rise.known());
+    HistoryRecord later = Rec(120, 6);
+    later.rise.below = {1, 2, 3, 4};
+    ASSERT_TRUE(store.Record("a.o", 1, "K", later, &error)) << error;
+  }
+  EXPECT_EQ(ReadFile().substr(0, 22), "# headroom history v2\n");
+  HistoryStore store;
+  ASSERT_EQ(store.Open(path_), "");
+  const EdgeHistory* a = store.FindEdge("a.o", 1);
+  ASSERT_NE(a, nullptr);
+  ASSERT_EQ(a->recent.size(), 2u) << ReadFile();
+  EXPECT_EQ(a->recent[1].rise.Format(), "1/2/3/4");
+}
+
+TEST_F(HistoryTest, ABadRiseCurveIsDamage) {
+  for (const char* bad : {"1/2/3", "9/8/7/6", "x", ""}) {
+    WriteFile(fmt::format("# headroom history v2\nC\t0\tK\nE\t0\t0000000000000001\t100\t5\tc\tc\t{}\ta.o\n", bad));
+    HistoryStore store;
+    EXPECT_NE(store.LoadForReading(path_).find("corrupt at line 3"), std::string::npos) << bad;
+    EXPECT_EQ(store.edge_count(), 0u) << bad;
+  }
 }
 
 TEST_F(HistoryTest, RecordsSurviveAReloadWithEscapedNames) {
@@ -231,7 +281,7 @@ TEST_F(HistoryTest, ForeignFileIsReportedOnceAndReplaced) {
   std::string warning = store.Open(path_);
   EXPECT_NE(warning.find("not a headroom history file"), std::string::npos) << warning;
   store.Close();
-  EXPECT_EQ(ReadFile(), "# headroom history v1\n");
+  EXPECT_EQ(ReadFile(), "# headroom history v2\n");
   HistoryStore again;
   EXPECT_EQ(again.Open(path_), "");  // reported once: the rebuilt file is clean.
 }

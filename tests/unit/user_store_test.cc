@@ -160,13 +160,13 @@ TEST_F(UserStoreTest, EstimatorStartsWarmFromTheStoreWhenTheBuildDirHasNoHistory
 // back alone; damage ends the entries, keeping what came before it.
 TEST(StoreEntryReaderTest, TextAndStreamAgreeAndEachEntryReadsBackAlone) {
   const std::string text =
-      "# headroom user store v1\n"
-      "C\t100\tcc g++ .cc\nr\t5\t6\tc\tc\nr\t7\t8\tt\to\n"
-      "E\t00000000000000ff\t200\tobj/a\\tb.o\nr\t9\t10\tc\tc\n"
+      "# headroom user store v2\n"
+      "C\t100\tcc g++ .cc\nr\t5\t6\tc\tc\t-\nr\t7\t8\tt\to\t-\n"
+      "E\t00000000000000ff\t200\tobj/a\\tb.o\nr\t9\t10\tc\tc\t1/2/3/4\n"
       "E\t0000000000000001\t300\tc.o\n"
-      "r\t1\t1\tc\tc\nr\t2\t2\tc\tc\nr\t3\t3\tc\tc\n"
+      "r\t1\t1\tc\tc\t-\nr\t2\t2\tc\tc\t-\nr\t3\t3\tc\tc\t-\n"
       "junk\n"
-      "E\t0000000000000002\t300\tnever.o\nr\t1\t1\tc\tc\n";
+      "E\t0000000000000002\t300\tnever.o\nr\t1\t1\tc\tc\t-\n";
   StoreEntryReader from_text(text, "t");
   from_text.set_caps(64, 2);
   std::FILE* file = fmemopen(const_cast<char*>(text.data()), text.size(), "r");
@@ -175,7 +175,7 @@ TEST(StoreEntryReaderTest, TextAndStreamAgreeAndEachEntryReadsBackAlone) {
   from_file.set_caps(64, 2);
   int version = 0;
   ASSERT_EQ(from_text.ReadHeader(&version), "");
-  EXPECT_EQ(version, 1);
+  EXPECT_EQ(version, 2);
   ASSERT_EQ(from_file.ReadHeader(&version), "");
   std::vector<StoreEntry> entries;
   StoreEntry a, b;
@@ -209,13 +209,45 @@ TEST(StoreEntryReaderTest, TextAndStreamAgreeAndEachEntryReadsBackAlone) {
     EXPECT_EQ(alone.damage(), "");
     std::string written;
     AppendStoreEntry(again, &written);
-    EXPECT_EQ(written.size(), entry.kind == 'E' && entry.key == 1 ? 47u : entry.length);  // 3 runs read, 2 kept
+    EXPECT_EQ(written.size(), entry.kind == 'E' && entry.key == 1 ? 51u : entry.length);  // 3 runs read, 2 kept
   }
-  StoreEntryReader cut("# headroom user store v1\nE\t01\t5\to\nr\t1\t1\tc", "t");
+  EXPECT_EQ(entries[1].records[0].rise.Format(), "1/2/3/4");
+  StoreEntryReader cut("# headroom user store v2\nE\t01\t5\to\nr\t1\t1\tc", "t");
   ASSERT_EQ(cut.ReadHeader(&version), "");
   ASSERT_TRUE(cut.Next(&a));
   EXPECT_TRUE(a.records.empty());
   EXPECT_EQ(cut.damage(), "t is truncated at line 3");
+}
+
+// A store written before runs had rise curves (v1) is read, lazily too, and written back as v2.
+TEST_F(UserStoreTest, AVersion1StoreIsReadAndRewrittenAsVersion2) {
+  const UserStore probe = Store("/b");
+  const uint64_t key = probe.EdgeKey("a.o", "cc g++ .cc");
+  fs::create_directories(store_dir_);
+  WriteText(file(), fmt::format("# headroom user store v1\nC\t{0}\tcc g++ .cc\nr\t5\t6\tc\tc\n"
+                                "E\t{1:016x}\t{0}\ta.o\nr\t9\t10\tc\tc\n",
+                                kNow, key));
+  HistoryStore history;
+  UserStore lazy = Store("/b");
+  lazy.LoadLazily(&history, [](const std::string& warning) { ADD_FAILURE() << warning; });
+  lazy.EnsureLoaded();
+  const EdgeHistory* found = lazy.FindEdge(key);
+  ASSERT_NE(found, nullptr);
+  EXPECT_EQ(found->recent[0].peak_bytes, 9u);
+  EXPECT_FALSE(found->recent[0].rise.known());
+  ASSERT_NE(history.FindClass("cc g++ .cc"), nullptr);
+  HistoryRecord ramp = Rec(12, 20);
+  ramp.rise.below = {5, 6, 7, 8};
+  lazy.Record("a.o", "cc g++ .cc", ramp, kNow + 1);
+  ASSERT_EQ(lazy.Flush(kNow + 1), "");
+  const std::string text = ReadText(file());
+  EXPECT_EQ(text.substr(0, 25), "# headroom user store v2\n") << text;
+  EXPECT_NE(text.find("r\t9\t10\tc\tc\t-\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("r\t12\t20\tc\tc\t5/6/7/8\n"), std::string::npos) << text;
+  UserStore again = Store("/b");
+  ASSERT_EQ(again.Load(), "");
+  ASSERT_NE(again.FindEdge(key), nullptr);
+  EXPECT_EQ(again.FindEdge(key)->recent.back().rise.Format(), "5/6/7/8");
 }
 
 // A build loads the store lazily: classes in memory, edges indexed and read back from the file. Every
@@ -535,7 +567,7 @@ TEST_F(UserStoreTest, ExportThenImportIntoAnotherStore) {
   EXPECT_EQ(edge->recent.size(), 1u);
   EXPECT_EQ(edge->recent[0].peak_bytes, 700 * kMiB);
 
-  WriteText(root_ / "bad.txt", "# headroom user store v1\nQ\n");
+  WriteText(root_ / "bad.txt", "# headroom user store v2\nQ\n");
   EXPECT_FALSE(fresh.ImportFrom((root_ / "bad.txt").string(), kNow, &error));
   EXPECT_NE(error.find("corrupt"), std::string::npos);
 }

@@ -9,8 +9,9 @@
 #include <string_view>
 #include <vector>
 
-#include "headroom/util/byte_size.h"
+#include "headroom/history/rise_curve.h"
 #include "headroom/memory/reading.h"
+#include "headroom/util/byte_size.h"
 
 namespace headroom {
 
@@ -34,6 +35,7 @@ struct RunningJob {
   // frozen by admission rather than by the safety net, which leaves parked jobs alone.
   bool early = false;
   bool parked = false;
+  RiseCurve rise;               // how its memory rose in earlier runs (unknown: it may hold its peak at once).
 
   // What it may still allocate: its estimate minus what it already holds.
   uint64_t Owes() const { return predicted_peak > rss ? predicted_peak - rss : 0; }
@@ -60,6 +62,7 @@ struct Candidate {
   bool must_run_alone = false;  // RequeuePolicy asked for it.
   int64_t ready_since_ms = 0;   // for starvation control in PlanTick.
   int64_t expected_ms = 0;      // predicted duration; 0 = unknown.
+  RiseCurve rise;               // how its memory rose in earlier runs.
 };
 
 // The default --mem-reserve: max(fraction x budget, min(floor, floor cap x budget)). The floor keeps small
@@ -103,6 +106,10 @@ struct AdmissionConfig {
   // kernel OOM kill, admission bets on half, so lighter work keeps the other cores busy while the probe runs.
   double unguarded_prior_cap = 1.0;
   double guarded_prior_cap = 0.5;
+  // An unmeasured heavy family is probed: its members wait for the first one to peak. Under the guard this many
+  // members may climb at once when their guesses fit, so a small box's second core is not idle while the probe
+  // climbs (a real nvcc job peaks late, in ptxas); a lost bet costs a freeze or a requeue of the younger one.
+  int guarded_probe_members = 2;
   bool guarded = false;                // the build runs under a build guard (see memory/build_guard.h).
   bool hold_for_exclusive_head = true; // keep memory for an exclusive head from jobs that would delay it (HeadHold).
   // Early starts of an exclusive head: a measured head whose memory is predicted free (HeadHold::start_ms)
@@ -112,6 +119,14 @@ struct AdmissionConfig {
   // build guard turns it on; the simulator does not model parking and leaves it off.
   bool early_starts = false;
   double early_start_lead = 0.3;
+  // Rise bets: a running job whose history says how its memory rises (RiseCurve) is counted, for a candidate
+  // with a predicted duration, at what it may hold by the time the candidate ends rather than at its whole
+  // estimate: a short job fits beside a long one that is still ramping. The candidate's duration is stretched
+  // by rise_horizon_factor and the running job's shortened by rise_time_margin (either may run at another pace
+  // than before). A lost bet runs into the reserve and then the safety net, so only under the build guard.
+  bool rise_bets = false;
+  double rise_horizon_factor = 1.5;
+  double rise_time_margin = 0.85;
 };
 
 // An admission walk over the ready queue stops after this many refused candidates (MemoryController and
@@ -180,6 +195,12 @@ class AdmissionPolicy {
   // member of a class; a settled job has shown which member it is. Its noise is the reserve's business, and
   // growth beyond 2% makes it unsettled again, owing its estimate once more.
   uint64_t Owed(const RunningJob& job, int64_t now_ms) const;
+  // What it may still allocate by `until_ms`, by its rise curve (AdmissionConfig::rise_bets); Owed when the bet
+  // is off, the curve unknown, the job past its estimate or already above its curve, or until_ms < 0.
+  uint64_t OwedBy(const RunningJob& job, int64_t now_ms, int64_t until_ms) const;
+  // When a candidate admitted now is taken to have ended, for OwedBy: -1 when it has no predicted duration or
+  // rise bets are off.
+  int64_t BetHorizon(const Candidate& candidate, int64_t now_ms) const;
   // Its RSS has not grown noticeably for plateau_ms.
   bool HasPlateaued(const RunningJob& job, int64_t now_ms) const;
   // Past its peak: reached peak_passed_fraction of its estimate, or plateaued.

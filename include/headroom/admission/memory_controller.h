@@ -94,6 +94,7 @@ class MemoryController : public JobController {
       EstimateSource source = EstimateSource::kPrior;
       bool unknown_heavy = false;
       bool confident = false;
+      RiseCurve rise;
     };
     Figures estimate;
     // The parsed command (Estimator::Profile, less the prior's text), so a refresh costs history lookups only.
@@ -127,6 +128,8 @@ class MemoryController : public JobController {
     bool frozen_by_signal = false;  // SIGSTOP rather than a cgroup freezer
     size_t timeline_job = 0;        // its entry in timeline_, when there is one
     uint64_t guard_limit_hits_at_start = 0;  // BuildGuard::limit_hits() when it started
+    bool paused_once = false;       // frozen or parked at some time: its samples no longer trace its rise
+    RiseRecorder rise;              // its samples, for the rise curve the history keeps
     RunningJob job;
   };
 

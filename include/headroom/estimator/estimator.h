@@ -54,6 +54,7 @@ struct Estimate {
   // Measured with confidence: this edge's own completed runs, or a class with class_confident_samples
   // completed jobs. Admission trusts such estimates enough to skip staggering when memory is plentiful.
   bool confident = false;
+  RiseCurve rise;              // how its memory rose in this edge's completed runs (unknown for other sources)
   std::string_view class_key;  // interned by the estimator (KeyPool): valid while it lives
   std::string_view family_key;
   std::string why;             // "edge history: max of 3 runs x1.10"; empty when Predict was asked not to say

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "headroom/history/rise_curve.h"
 #include "headroom/util/flat_index.h"
 
 namespace headroom {
@@ -28,6 +29,7 @@ struct HistoryRecord {
   int64_t duration_ms = 0;
   PeakMethod method = PeakMethod::kUnknown;
   JobOutcome outcome = JobOutcome::kCompleted;
+  RiseCurve rise{};  // how its memory rose (format v2 on); unknown in records read from v1 files.
   bool killed() const { return outcome != JobOutcome::kCompleted; }
 };
 
@@ -197,6 +199,7 @@ class HistoryStore {
   ClassIndex class_index_;
   std::vector<bool> class_in_file_;
   size_t records_in_file_ = 0;
+  int file_version_ = 0;  // the version of the file being parsed: v1 records have no rise curve
   bool keep_completed_runs_ = true;
 };
 

@@ -1,5 +1,5 @@
 // The text both history files are written in (the build dir's .ninja_headroom and the per-user store): tab-
-// separated fields, escaped names, integers, and the four fields of one measured run.
+// separated fields, escaped names, integers, and the fields of one measured run.
 #pragma once
 
 #include <charconv>
@@ -37,8 +37,9 @@ bool ParseInt(std::string_view text, Int* value, int base = 10) {
 inline bool IsPeakMethod(char c) { return c == 'u' || c == 'c' || c == 't' || c == 'r'; }
 inline bool IsOutcome(char c) { return c == 'c' || c == 'o' || c == 's'; }
 
-// Reads "<peak bytes> TAB <duration ms> TAB <method> TAB <outcome>" from the front of *rest into *record, leaving
-// what follows (after a tab) in *rest; false when a field is missing or malformed.
-bool ParseRunFields(std::string_view* rest, HistoryRecord* record);
+// Reads "<peak bytes> TAB <duration ms> TAB <method> TAB <outcome>", and with `with_rise` (format v2 on) "TAB
+// <rise curve>" (RiseCurve::Format), from the front of *rest into *record, leaving what follows (after a tab) in
+// *rest; false when a field is missing or malformed.
+bool ParseRunFields(std::string_view* rest, HistoryRecord* record, bool with_rise);
 
 }  // namespace headroom::history_text

@@ -30,7 +30,7 @@ void AddCapped(std::vector<HistoryRecord>* records, const HistoryRecord& record,
 class StoreEntryReader {
  public:
   static constexpr std::string_view kMagic = "# headroom user store v";
-  static constexpr int kVersion = 1;  // the newest format this reader knows
+  static constexpr int kVersion = 2;  // the newest format this reader knows; v1 runs have no rise curve
 
   // Reads `text` (a whole file, or one entry cut out of one when `has_header` is false).
   StoreEntryReader(std::string_view text, std::string name, bool has_header = true);
@@ -49,6 +49,8 @@ class StoreEntryReader {
     class_cap_ = class_samples;
     edge_cap_ = edge_runs;
   }
+  // The format of an entry cut out of a file (no header to read it from): the file's version.
+  void set_version(int version) { version_ = version; }
 
  private:
   bool ReadLine(std::string_view* line);
@@ -71,6 +73,7 @@ class StoreEntryReader {
   std::string damage_;
   size_t class_cap_ = SIZE_MAX;
   size_t edge_cap_ = SIZE_MAX;
+  int version_ = kVersion;  // of the text being read (ReadHeader, set_version)
 
  public:
   ~StoreEntryReader();
