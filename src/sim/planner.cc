@@ -12,8 +12,8 @@
 namespace headroom::sim {
 namespace {
 
-// Without a measured curve, a job holds its peak from PlanRequest::peak_at of its run until it exits (memhog, and
-// compilers that free at exit).
+// A job holds its peak from where it reached it (its rise curve, else PlanRequest::peak_at of its run) until it
+// exits (memhog, and compilers that free at exit).
 constexpr double kReleaseStart = 1.0;
 constexpr int64_t kUnknownDurationMs = 1000;
 // A -j whose wall is within this share of the fastest is as good: the fewest such -j is recommended.
@@ -31,6 +31,15 @@ JobDescription DescribeJob(const PlanJob& job) {
   d.command_hash = job.command_hash;
   if (job.mem_hint) d.mem_hint = *job.mem_hint;
   return d;
+}
+
+// Where a run with this rise curve reached its peak, as a share of its run, for the simulator's linear climb: the
+// share at which it was last seen below 90 % of it, stretched to the whole peak (a straight line through that point).
+// -1 without a curve.
+double PeakAtOf(const RiseCurve& rise) {
+  if (!rise.known()) return -1;
+  const double below_90 = static_cast<double>(rise.below.back()) / RiseCurve::kScale;
+  return std::clamp(below_90 / RiseCurve::kLevels.back(), 0.01, 1.0);
 }
 
 // The edge's latest completed run: from the build dir's history, else the per-user store (as the estimator
@@ -56,6 +65,7 @@ JobFigures FiguresOf(const PlanJob& job, const PlanEstimator& source) {
     figures.duration_ms = run->duration_ms;
     figures.duration_known = run->duration_ms > 0;
     figures.peak_source = FigureSource::kMeasured;
+    figures.peak_at = PeakAtOf(run->rise);
   } else {
     const Estimate estimate = source.estimator->Predict(description, profile);
     figures.peak_bytes = estimate.peak_bytes;
@@ -226,7 +236,7 @@ std::vector<SimJob> ToSimJobs(const std::vector<PlanJob>& jobs, const std::vecto
     job.deps = jobs[i].deps;
     job.duration_ms = figures[i].solo_duration_ms;
     job.peak_bytes = figures[i].peak_bytes;
-    job.ramp_end = std::clamp(peak_at, 0.01, 1.0);
+    job.ramp_end = std::clamp(figures[i].peak_at >= 0 ? figures[i].peak_at : peak_at, 0.01, 1.0);
     job.release_start = kReleaseStart;
     job.cpu_demand = figures[i].cpu_demand;
     out.push_back(std::move(job));

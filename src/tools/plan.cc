@@ -45,7 +45,7 @@ int Usage(bool asked) {
          "  --cores=N          CPUs the jobs share [default: this machine's]\n"
          "  --load=N           runnable tasks from outside the build sharing the CPUs, e.g. the load average\n"
          "                     while nothing builds; the history is taken to be measured under it too [default: 0]\n"
-         "  --peak-at=SHARE    how far into its run a job reaches its peak, 0..1 [default: 0.75]\n"
+         "  --peak-at=SHARE    how far into its run a job without a rise curve peaks, 0..1 [default: 0.75]\n"
          "  --dirty            only what is out of date now [default: everything, as a clean build]\n"
          "  --json             one JSON object for machines\n"
          "  --trace            the simulated build at -j N on stderr: each start, end, kill and wait\n");

@@ -26,6 +26,7 @@ struct FakeHistory {
     uint64_t peak;
     int64_t duration_ms;
     JobOutcome outcome = JobOutcome::kCompleted;
+    RiseCurve rise{};
   };
   std::vector<Run> runs;
 
@@ -40,7 +41,8 @@ struct FakeHistory {
       d.rule = run.job.rule;
       d.command_hash = run.job.command_hash;
       std::string error;
-      EXPECT_TRUE(out.estimator->Learn(d, {run.peak, run.duration_ms, PeakMethod::kCgroup, run.outcome}, &error))
+      EXPECT_TRUE(
+          out.estimator->Learn(d, {run.peak, run.duration_ms, PeakMethod::kCgroup, run.outcome, run.rise}, &error))
           << error;
     }
     return out;
@@ -91,6 +93,26 @@ TEST(SimPlannerTest, FiguresComeFromTheEdgesLastCompletedRunThenEstimatesThenPri
   EXPECT_EQ(figures[3].duration_ms, 2000);
   const int64_t mean_known = (figures[0].duration_ms + figures[1].duration_ms + figures[3].duration_ms) / 3;
   EXPECT_EQ(figures[2].duration_ms, mean_known) << "an unknown duration is the mean of the known ones";
+}
+
+TEST(SimPlannerTest, AJobClimbsAsItsRecordedRiseCurveSaysAndOthersOverPeakAt) {
+  FakeHistory history;
+  PlanJob early = Job("early.o"), late = Job("late.o"), flat = Job("flat.o");
+  RiseCurve early_rise, late_rise;
+  early_rise.below = {10, 20, 30, 46};  // last below 90 % at 18 % of its run: peaks at 20 %
+  late_rise.below = {100, 150, 190, 207};  // last below 90 % at 81 %: peaks at 90 %
+  history.runs.push_back({early, 100 * kMiB, 1000, JobOutcome::kCompleted, early_rise});
+  history.runs.push_back({late, 100 * kMiB, 1000, JobOutcome::kCompleted, late_rise});
+  history.runs.push_back({flat, 100 * kMiB, 1000});  // no curve (written before format v2)
+  const std::vector<PlanJob> jobs = {early, late, flat};
+  const std::vector<JobFigures> figures = ResolveFigures(jobs, history.Make(), 0);
+  EXPECT_NEAR(figures[0].peak_at, 46.0 / 255 / 0.9, 1e-9);
+  EXPECT_NEAR(figures[1].peak_at, 207.0 / 255 / 0.9, 1e-9);
+  EXPECT_EQ(figures[2].peak_at, -1);
+  const std::vector<SimJob> sim_jobs = ToSimJobs(jobs, figures, /*peak_at=*/0.5);
+  EXPECT_NEAR(sim_jobs[0].ramp_end, 0.2, 0.001);
+  EXPECT_NEAR(sim_jobs[1].ramp_end, 0.902, 0.001);
+  EXPECT_EQ(sim_jobs[2].ramp_end, 0.5) << "no curve: --peak-at";
 }
 
 TEST(SimPlannerTest, DurationsMeasuredSideBySideOnTooFewCoresAreCorrectedToUncontendedOnes) {

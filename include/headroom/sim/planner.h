@@ -53,6 +53,9 @@ struct JobFigures {
   FigureSource peak_source = FigureSource::kPrior;
   bool duration_known = false;  // measured in history or .ninja_log; false: the mean of known ones
   double cpu_demand = 1.0;
+  // The share of its run it climbs to its peak over, from the latest completed run's rise curve; -1 when the run
+  // has none (before history format v2, or a job at its peak from its first sample): PlanRequest::peak_at then.
+  double peak_at = -1;
 };
 
 // The history a simulated build starts from. Each simulated build learns as a real one does, so each gets a
@@ -99,8 +102,8 @@ struct PlanRequest {
   std::vector<PlanShape> other_machines;  // CI shapes etc.; each one's -j is swept
   std::vector<int> jobs_to_try;        // -j values swept on every machine (the requested one is added)
   int64_t tick_ms = 0;                 // 0: chosen from the jobs' durations
-  // Only a job's peak is recorded, not when in its run it came: the simulator has each job climb to its peak over
-  // this share of its run and hold it until exit (see docs/planner.md).
+  // For a job whose run has no rise curve in the history: the simulator has it climb to its peak over this share
+  // of its run and hold it until exit (see docs/planner.md). Jobs with a curve climb as it says.
   double peak_at = kDefaultPeakAt;
   std::FILE* trace = nullptr;          // when set: the requested shape's simulated build, one line per event
   static constexpr double kDefaultPeakAt = 0.75;
