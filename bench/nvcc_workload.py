@@ -3,7 +3,8 @@
 bench/nvcc/ over -gencode counts and --threads, and optionally flash-attn kernels from its PyPI sdist compiled with the
 flags its setup.py passes (needs torch's headers: --torch-python). Appends JSON lines to --out.
 
-  bench/nvcc_workload.py --out /tmp/nvcc.jsonl [--set own|flash|all] [--flash-src DIR --torch-python PY]"""
+  bench/nvcc_workload.py --out /tmp/nvcc.jsonl [--set own|flash|all] [--flash-src DIR --torch-python PY]
+                         [--flash-kernels flash_bwd_hdim64_fp16_sm80.cu,...]"""
 import argparse
 import json
 import os
@@ -52,7 +53,7 @@ def torch_flags(python):
     return ["-I" + p for p in r.stdout.split()]
 
 
-def flash(out, work, src_root, python, threads):
+def flash(out, work, src_root, python, threads, kernels=FLASH_KERNELS):
     csrc = Path(src_root) / "csrc"
     includes = ["-I" + str(csrc / "flash_attn"), "-I" + str(csrc / "flash_attn" / "src"),
                 "-I" + str(csrc / "cutlass" / "include")] + torch_flags(python)
@@ -64,7 +65,7 @@ def flash(out, work, src_root, python, threads):
              "-D__CUDA_NO_HALF_CONVERSIONS__", "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__",
              "--compiler-options", "-fPIC", "-DTORCH_API_INCLUDE_EXTENSION_H", "-DTORCH_EXTENSION_NAME=flash_attn_2_cuda",
              "-D_GLIBCXX_USE_CXX11_ABI=1", "-gencode", "arch=compute_80,code=sm_80", "--threads", str(threads)]
-    for kernel in FLASH_KERNELS:
+    for kernel in kernels:
         label = "flash %s threads=%d" % (kernel, threads)
         cmd = ["nvcc"] + includes + flags + ["-c", str(csrc / "flash_attn" / "src" / kernel), "-o", kernel + ".o"]
         run(label, cmd, out, work)
@@ -77,6 +78,8 @@ def main():
     p.add_argument("--flash-src")
     p.add_argument("--torch-python")
     p.add_argument("--flash-threads", type=int, default=4)
+    p.add_argument("--flash-kernels", default=",".join(FLASH_KERNELS),
+                   help="comma-separated kernel files under csrc/flash_attn/src, in the order to compile them")
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as work:
         if args.set in ("own", "all"):
@@ -84,7 +87,8 @@ def main():
         if args.set in ("flash", "all"):
             if not (args.flash_src and args.torch_python):
                 p.error("--set flash needs --flash-src and --torch-python")
-            flash(args.out, work, args.flash_src, args.torch_python, args.flash_threads)
+            flash(args.out, work, args.flash_src, args.torch_python, args.flash_threads,
+                  [k for k in args.flash_kernels.split(",") if k])
 
 
 if __name__ == "__main__":
