@@ -40,6 +40,8 @@ struct Simulator::Active {
   size_t job;
   double progress_ms = 0;  // work done: real time scaled by the CPU share it got.
   RunningJob view;
+  RiseRecorder rise;  // its samples by progress, for the rise curve the history learns (as MemoryController's)
+  bool paused_once = false;
   int max_concurrency = 0;
   int64_t progress() const { return std::llround(progress_ms); }
 };
@@ -202,6 +204,7 @@ void Simulator::Admit() {
     c.must_run_alone = state_[i].alone;
     c.ready_since_ms = state_[i].ready_since;
     c.expected_ms = e.duration_ms;
+    c.rise = e.rise;
     candidates.push_back(std::move(c));
   }
   std::vector<RunningJob> views = Views();
@@ -233,6 +236,7 @@ void Simulator::Start(size_t i, bool alone) {
   if (e.duration_ms > 0) run.view.expected_end_ms = now_ + e.duration_ms;
   run.view.runs_alone = alone;
   run.view.heavy = e.peak_bytes >= policy_.config().heavy_threshold;
+  run.view.rise = e.rise;
   running_.push_back(run);  // running_ stays oldest first.
   result_.started_ms[i] = now_;
   Trace("start", i, e.why + " = " + FormatBytes(e.peak_bytes));
@@ -254,7 +258,10 @@ void Simulator::Advance() {
   const double step = static_cast<double>(config_.tick_ms) * ProgressRate();
   for (Active& run : running_) {
     if (!run.view.frozen) run.progress_ms += step;
-    MemoryTrack::Observe(&run.view, jobs_[run.job].MemoryAt(run.progress()), now_);
+    const uint64_t bytes = jobs_[run.job].MemoryAt(run.progress());
+    MemoryTrack::Observe(&run.view, bytes, now_);
+    run.rise.Sample(run.progress(), bytes);
+    run.paused_once = run.paused_once || run.view.frozen;
     run.max_concurrency = std::max(run.max_concurrency, static_cast<int>(running_.size()));
   }
   result_.peak_used = std::max(result_.peak_used, Used());
@@ -303,8 +310,10 @@ void Simulator::FinishJobs() {
       continue;
     }
     std::string error;
+    // A run frozen by the net keeps the curve its estimate had, as in a real build.
+    const RiseCurve rise = run.paused_once ? EstimateOf(run.job).rise : run.rise.Finish(run.view.peak_rss, run.progress());
     estimator_->Learn(Describe(run.job),
-                      {run.view.peak_rss, run.progress(), PeakMethod::kCgroup, JobOutcome::kCompleted}, &error);
+                      {run.view.peak_rss, run.progress(), PeakMethod::kCgroup, JobOutcome::kCompleted, rise}, &error);
     result_.finished_ms[run.job] = now_;
     Trace("end", run.job, "peak " + FormatBytes(run.view.peak_rss));
     result_.max_concurrency_while_running[run.job] = run.max_concurrency;

@@ -287,6 +287,40 @@ TEST(SimulatorTest, MemoryIsKeptForTheNextJobTooBigToShareIt) {
   EXPECT_LE(held.makespan_ms, not_held.makespan_ms);
 }
 
+TEST(SimulatorTest, RiseBetsLetShortJobsRunBesideRampingHeavyOnesInAWarmBuild) {
+  // One heavy job climbing over most of a 20 s run (a compiler's memory grows through parsing and optimisation) and
+  // thirty 1 s jobs of 400 MiB, under the guard: beside the heavy job's whole estimate only one fits at a time, so
+  // most of them run after it. Warm, its recorded curve lets two or three run beside it while it is still low.
+  std::vector<SimJob> jobs;
+  jobs.push_back(Job("heavy_0.o", "HOG", "hog heavy_0", 1000 * kMiB, 20, 0.8, 0.95));
+  for (int i = 0; i < 30; ++i) {
+    jobs.push_back(Job(fmt::format("medium_{}.o", i), "HOG", fmt::format("hog medium_{}", i), 400 * kMiB, 1, 0.5, 0.95));
+  }
+  AddLink(&jobs, "link.out", 300 * kMiB, 2);
+  SimConfig config = Config(1536 * kMiB, 8);
+  config.builder_priorities = true;
+  config.admission.guarded = true;
+  auto warm_build = [&](bool bets) {
+    SimConfig c = config;
+    c.admission.rise_bets = bets;
+    HistoryStore history;
+    Simulate(jobs, c, &history);
+    const EdgeHistory* heavy = history.FindEdge("heavy_0.o", Fnv1a("hog heavy_0"));
+    EXPECT_TRUE(heavy && heavy->recent.back().rise.known()) << "the first build recorded the heavy job's curve";
+    return Simulate(jobs, c, &history);
+  };
+  SimResult with_bets = warm_build(true);
+  SimResult without = warm_build(false);
+  Print("warm under the guard, rise bets", with_bets);
+  Print("warm under the guard, without", without);
+  ASSERT_TRUE(with_bets.completed);
+  EXPECT_EQ(with_bets.oom_kills, 0);
+  EXPECT_EQ(with_bets.safety_kills, 0);
+  std::printf("[ sim  ] warm makespan %.2f s with rise bets, %.2f s without\n",
+              static_cast<double>(with_bets.makespan_ms) / 1000, static_cast<double>(without.makespan_ms) / 1000);
+  EXPECT_LT(with_bets.makespan_ms, without.makespan_ms);
+}
+
 struct FixedBaseline {
   int j = 0;  // 0: every -j OOMs.
   int64_t makespan_ms = 0;
@@ -511,6 +545,11 @@ ScaleTable RunScaleComparison(const char* name, const std::vector<SimJob>& jobs,
   HistoryStore guarded_history;
   table.rows.push_back({"guarded cold (overruns counted as kills)", Simulate(jobs, guarded, &guarded_history)});
   table.rows.push_back({"guarded warm (overruns counted as kills)", Simulate(jobs, guarded, &guarded_history)});
+  SimConfig bets = guarded;
+  bets.admission.rise_bets = true;
+  HistoryStore bets_history;
+  Simulate(jobs, bets, &bets_history);
+  table.rows.push_back({"rise bets: guarded warm", Simulate(jobs, bets, &bets_history)});
   PrintScaleTable(name, config, jobs.size(), table);
   return table;
 }
