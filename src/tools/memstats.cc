@@ -26,6 +26,7 @@ struct EdgeRow {
   size_t runs = 0;
   size_t killed = 0;
   const char* method = "unknown";
+  RiseCurve last_rise;  // how the last run's memory rose (unknown before history format v2)
 };
 
 const char* MethodName(PeakMethod method) {
@@ -54,6 +55,7 @@ std::vector<EdgeRow> EdgeRows(const HistoryStore& history) {
     row.last_peak = last.peak_bytes;
     row.last_duration_ms = last.duration_ms;
     row.method = MethodName(last.method);
+    row.last_rise = last.rise;
     for (const HistoryRecord& record : edge.recent) {
       if (record.killed()) ++row.killed;
       row.peak = std::max(row.peak, record.peak_bytes);
@@ -91,6 +93,7 @@ std::vector<EdgeRow> StoreRows(const UserStore& store) {
     row.last_peak = runs.back().peak_bytes;
     row.last_duration_ms = runs.back().duration_ms;
     row.method = MethodName(runs.back().method);
+    row.last_rise = runs.back().rise;
     for (const HistoryRecord& record : runs) {
       if (record.killed()) ++row.killed;
       row.peak = std::max(row.peak, record.peak_bytes);
@@ -106,13 +109,20 @@ std::vector<EdgeRow> StoreRows(const UserStore& store) {
 
 std::string Seconds(int64_t ms) { return fmt::format("{:.1f}s", static_cast<double>(ms) / 1000.0); }
 
+// Where in its run the last run was still below 90 % of its peak ("at 45%"), or "-" without a curve.
+std::string NinetyPercentAt(const RiseCurve& rise) {
+  if (!rise.known()) return "-";
+  return fmt::format("{:.0f}%", 100.0 * rise.below.back() / RiseCurve::kScale);
+}
+
 void PrintEdgeRows(const std::vector<EdgeRow>& edges) {
-  printf("  %10s  %10s  %9s  %4s  %6s  %-8s  %s\n", "peak", "last", "duration", "runs", "killed", "measured",
-         "output");
+  // "<90% until": how far into the last run its memory stayed under 90 % of its peak (its rise curve).
+  printf("  %10s  %10s  %9s  %11s  %4s  %6s  %-8s  %s\n", "peak", "last", "duration", "<90% until", "runs", "killed",
+         "measured", "output");
   for (const EdgeRow& row : edges) {
-    printf("  %10s  %10s  %9s  %4zu  %6zu  %-8s  %s\n", FormatBytes(row.peak).c_str(),
-           FormatBytes(row.last_peak).c_str(), Seconds(row.last_duration_ms).c_str(), row.runs, row.killed,
-           row.method, row.output.c_str());
+    printf("  %10s  %10s  %9s  %11s  %4zu  %6zu  %-8s  %s\n", FormatBytes(row.peak).c_str(),
+           FormatBytes(row.last_peak).c_str(), Seconds(row.last_duration_ms).c_str(),
+           NinetyPercentAt(row.last_rise).c_str(), row.runs, row.killed, row.method, row.output.c_str());
   }
 }
 
@@ -127,6 +137,7 @@ nlohmann::json EdgeJson(const EdgeRow& row) {
                         {"peak_bytes", row.peak},
                         {"last_peak_bytes", row.last_peak},
                         {"last_duration_ms", row.last_duration_ms},
+                        {"last_rise", row.last_rise.Format()},
                         {"runs", row.runs},
                         {"killed_runs", row.killed},
                         {"measured_by", row.method}};
@@ -176,16 +187,7 @@ void PrintJson(const std::vector<EdgeRow>& edges, const std::vector<const ClassS
                const std::vector<EdgeRow>& store_rows) {
   nlohmann::json out;
   out["edges"] = nlohmann::json::array();
-  for (const EdgeRow& row : edges) {
-    out["edges"].push_back({{"output", row.output},
-                            {"class", row.class_key},
-                            {"peak_bytes", row.peak},
-                            {"last_peak_bytes", row.last_peak},
-                            {"last_duration_ms", row.last_duration_ms},
-                            {"runs", row.runs},
-                            {"killed_runs", row.killed},
-                            {"measured_by", row.method}});
-  }
+  for (const EdgeRow& row : edges) out["edges"].push_back(EdgeJson(row));
   out["classes"] = nlohmann::json::array();
   for (const ClassStats* stats : classes) {
     out["classes"].push_back({{"class", stats->key()},

@@ -57,6 +57,13 @@ def test_a_ramping_jobs_rise_curve_is_recorded_and_never_later_than_its_ramp(tmp
         assert share * duration <= level * 1200 * peak / (600 * MiB) + 1, (level, share, duration, peak, rise)
     # It says the job stayed below half its peak for a real part of the ramp (sampled every 50 ms, not 200).
     assert shares[1] * duration >= 300, rise
+    # -t memstats shows it: the text says how far into the run it stayed under 90 %, the JSON the whole curve.
+    stats = box.run([harness.headroom_binary(), "-t", "memstats", "--json"], cwd=tmp_path, env=env)
+    assert stats.returncode == 0, stats.stderr
+    [edge] = [e for e in json.loads(stats.stdout)["edges"] if e["output"] == "ramp"]
+    assert edge["last_rise"] == rise, edge
+    text = box.run([harness.headroom_binary(), "-t", "memstats"], cwd=tmp_path, env=env).stdout
+    assert "<90% until" in text and "%d%%" % round(100 * shares[3]) in text, text
     # The store keeps the curve for the next build dir (written at the end of the build).
     store_text = (tmp_path / "store" / "history").read_text()
     assert store_text.startswith("# headroom user store v2\n") and "\t%s\n" % rise in store_text, store_text
