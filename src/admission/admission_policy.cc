@@ -93,9 +93,12 @@ bool AdmissionPolicy::PeakIsBehind(const RunningJob& job, int64_t now_ms) const 
 }
 
 bool AdmissionPolicy::HasSettled(const RunningJob& job, int64_t now_ms) const {
-  // Only a plateau counts here: a job at 90% of its estimate that still grows may well pass it.
-  return !job.frozen && !job.overran && HasPlateaued(job, now_ms) &&
-         job.peak_rss >= Scale(job.predicted_peak, config_.settled_min_fraction);
+  // Only a plateau counts here: a job at 90% of its estimate that still grows may well pass it. Settling is for
+  // a job sized from others (its class's worst member) that shows it is a lighter one. A job sized from its own
+  // earlier runs will reach what they reached: below that, a pause in its growth is a phase, and a ramp slower
+  // than 2 % per plateau_ms (a flash-attn kernel climbing for five minutes) looks like a plateau between two marks.
+  const double least = job.own_history ? config_.settled_own_history_fraction : config_.settled_min_fraction;
+  return !job.frozen && !job.overran && HasPlateaued(job, now_ms) && job.peak_rss >= Scale(job.predicted_peak, least);
 }
 
 uint64_t AdmissionPolicy::Owed(const RunningJob& job, int64_t now_ms) const {
@@ -392,6 +395,7 @@ void AdmissionPass::AddRunning(const Candidate& candidate, bool over_budget) {
   job.runs_alone = candidate.must_run_alone || over_budget;
   job.heavy = candidate.predicted_peak >= policy_.config().heavy_threshold;
   job.rise = candidate.rise;
+  job.own_history = candidate.own_history;
   running_.push_back(std::move(job));
 }
 

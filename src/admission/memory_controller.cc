@@ -249,6 +249,7 @@ Candidate MemoryController::CandidateFor(const Edge* edge, EdgeState& state, int
   candidate.ready_since_ms = state.waiting_since_ms >= 0 ? state.waiting_since_ms : now;
   candidate.expected_ms = state.estimate.duration_ms;
   candidate.rise = state.estimate.rise;
+  candidate.own_history = state.estimate.source == EstimateSource::kEdgeHistory && RequeueFloor(edge) == 0;
   return candidate;
 }
 
@@ -355,6 +356,7 @@ void MemoryController::JobStarted(Edge* edge, JobId id, ProcessRunner* runner) {
   if (state.estimate.duration_ms > 0) running.job.expected_end_ms = now + state.estimate.duration_ms;
   running.job.runs_alone = state.must_run_alone;
   running.job.rise = state.estimate.rise;
+  running.job.own_history = state.estimate.source == EstimateSource::kEdgeHistory && RequeueFloor(edge) == 0;
   running.job.early = state.early_start;
   if (state.early_start) ++decisions_.early_starts;
   state.early_start = false;

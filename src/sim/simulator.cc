@@ -205,6 +205,7 @@ void Simulator::Admit() {
     c.ready_since_ms = state_[i].ready_since;
     c.expected_ms = e.duration_ms;
     c.rise = e.rise;
+    c.own_history = e.source == EstimateSource::kEdgeHistory && state_[i].raised_estimate == 0;
     candidates.push_back(std::move(c));
   }
   std::vector<RunningJob> views = Views();
@@ -237,6 +238,7 @@ void Simulator::Start(size_t i, bool alone) {
   run.view.runs_alone = alone;
   run.view.heavy = e.peak_bytes >= policy_.config().heavy_threshold;
   run.view.rise = e.rise;
+  run.view.own_history = e.source == EstimateSource::kEdgeHistory && state_[i].raised_estimate == 0;
   running_.push_back(run);  // running_ stays oldest first.
   result_.started_ms[i] = now_;
   Trace("start", i, e.why + " = " + FormatBytes(e.peak_bytes));

@@ -373,6 +373,21 @@ TEST(AdmissionTest, ASettledJobOwesOnlyAReturnToItsPeak) {
   EXPECT_TRUE(policy.Decide(reading, running, Cand(4, 11'776 * kMiB), 15'000).admit);
 }
 
+TEST(AdmissionTest, AJobSizedFromItsOwnRunsSettlesOnlyNearWhatTheyReached) {
+  // Its own earlier runs peaked at 6.2 GiB (estimate 6.5). Climbing slowly (a CUTLASS kernel's cicc for minutes),
+  // it has grown less than 2 % in the last 5 s at 4 GiB: for a job sized from its class that is a plateau; for one
+  // sized from its own runs it is a pause, and it still owes the rest.
+  AdmissionPolicy policy({.plateau_ms = 5'000, .settled_min_fraction = 0.25});
+  RunningJob job = Running(1, 6'656 * kMiB, 4 * kGiB, /*started=*/0);
+  job.last_growth_ms = 10'000;
+  EXPECT_EQ(policy.Owed(job, 16'000), 0u) << "sized from its class: settled";
+  job.own_history = true;
+  EXPECT_EQ(policy.Owed(job, 16'000), job.Owes());
+  // At 95 % of its estimate it has reached what its runs reached: settled, owing only a return to its peak.
+  job.rss = job.peak_rss = 6'323 * kMiB;
+  EXPECT_EQ(policy.Owed(job, 16'000), 0u);
+}
+
 TEST(AdmissionTest, MemoryTrackSeesASlowRampAsGrowth) {
   RunningJob job = Running(1, 16 * kGiB, 0, 0);
   // 8 GiB reached in 60 s, sampled every 250 ms: each sample adds well under 2% of what the job holds.

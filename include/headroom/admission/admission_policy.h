@@ -36,6 +36,7 @@ struct RunningJob {
   bool early = false;
   bool parked = false;
   RiseCurve rise;               // how its memory rose in earlier runs (unknown: it may hold its peak at once).
+  bool own_history = false;     // sized from this edge's own completed runs (not its class's, a prior or a hint).
 
   // What it may still allocate: its estimate minus what it already holds.
   uint64_t Owes() const { return predicted_peak > rss ? predicted_peak - rss : 0; }
@@ -63,6 +64,7 @@ struct Candidate {
   int64_t ready_since_ms = 0;   // for starvation control in PlanTick.
   int64_t expected_ms = 0;      // predicted duration; 0 = unknown.
   RiseCurve rise;               // how its memory rose in earlier runs.
+  bool own_history = false;     // the estimate comes from this edge's own completed runs.
 };
 
 // The default --mem-reserve: max(fraction x budget, min(floor, floor cap x budget)). The floor keeps small
@@ -99,6 +101,8 @@ struct AdmissionConfig {
   // A plateau proves a peak only for a job holding at least this share of its estimate: a heavy compile
   // idling in its preprocessing step (a few hundred MiB of an 8 GiB estimate) has not peaked.
   double settled_min_fraction = 0.25;
+  // ... and a job sized from its own earlier runs must be this close to them: it will reach what they reached.
+  double settled_own_history_fraction = 0.9;
   int64_t starvation_ms = 60'000;      // after the head waited this long, nothing may overtake it.
   // A prior is a guess, and a guess above what the build may use at all must not make a job "too big": it is
   // capped at this share of (budget - reserve). Without a build guard the cap is the whole of it (the job
