@@ -232,6 +232,11 @@ uint64_t MemoryController::RequeueFloor(const Edge* edge) const {
   return it == requeues_.end() ? 0 : it->second.floor;
 }
 
+bool MemoryController::SizedFromOwnRuns(const Edge* edge, const EdgeState& state) const {
+  // An OOM requeue's raised floor is not what its runs reached (RunningJob::own_history).
+  return state.estimate.source == EstimateSource::kEdgeHistory && RequeueFloor(edge) == 0;
+}
+
 bool MemoryController::IsGuess(const Edge* edge, const EdgeState& state) const {
   return state.estimate.source == EstimateSource::kPrior && RequeueFloor(edge) == 0;
 }
@@ -249,7 +254,7 @@ Candidate MemoryController::CandidateFor(const Edge* edge, EdgeState& state, int
   candidate.ready_since_ms = state.waiting_since_ms >= 0 ? state.waiting_since_ms : now;
   candidate.expected_ms = state.estimate.duration_ms;
   candidate.rise = state.estimate.rise;
-  candidate.own_history = state.estimate.source == EstimateSource::kEdgeHistory && RequeueFloor(edge) == 0;
+  candidate.own_history = SizedFromOwnRuns(edge, state);
   return candidate;
 }
 
@@ -356,7 +361,7 @@ void MemoryController::JobStarted(Edge* edge, JobId id, ProcessRunner* runner) {
   if (state.estimate.duration_ms > 0) running.job.expected_end_ms = now + state.estimate.duration_ms;
   running.job.runs_alone = state.must_run_alone;
   running.job.rise = state.estimate.rise;
-  running.job.own_history = state.estimate.source == EstimateSource::kEdgeHistory && RequeueFloor(edge) == 0;
+  running.job.own_history = SizedFromOwnRuns(edge, state);
   running.job.early = state.early_start;
   if (state.early_start) ++decisions_.early_starts;
   state.early_start = false;

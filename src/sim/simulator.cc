@@ -146,6 +146,11 @@ bool Simulator::IsGuess(size_t i) {
   return EstimateOf(i).source == EstimateSource::kPrior && state_[i].raised_estimate == 0;
 }
 
+bool Simulator::SizedFromOwnRuns(size_t i) {
+  // As MemoryController::SizedFromOwnRuns: a requeue's raised estimate is not what its runs reached.
+  return EstimateOf(i).source == EstimateSource::kEdgeHistory && state_[i].raised_estimate == 0;
+}
+
 void Simulator::MakeReady(size_t i) {
   state_[i].ready = true;
   state_[i].ready_since = now_;
@@ -205,7 +210,7 @@ void Simulator::Admit() {
     c.ready_since_ms = state_[i].ready_since;
     c.expected_ms = e.duration_ms;
     c.rise = e.rise;
-    c.own_history = e.source == EstimateSource::kEdgeHistory && state_[i].raised_estimate == 0;
+    c.own_history = SizedFromOwnRuns(i);
     candidates.push_back(std::move(c));
   }
   std::vector<RunningJob> views = Views();
@@ -238,7 +243,7 @@ void Simulator::Start(size_t i, bool alone) {
   run.view.runs_alone = alone;
   run.view.heavy = e.peak_bytes >= policy_.config().heavy_threshold;
   run.view.rise = e.rise;
-  run.view.own_history = e.source == EstimateSource::kEdgeHistory && state_[i].raised_estimate == 0;
+  run.view.own_history = SizedFromOwnRuns(i);
   running_.push_back(run);  // running_ stays oldest first.
   result_.started_ms[i] = now_;
   Trace("start", i, e.why + " = " + FormatBytes(e.peak_bytes));

@@ -154,6 +154,8 @@ class MemoryController : public JobController {
   const MemoryReading& RecentReading(int64_t now);
   uint64_t RequeueFloor(const Edge* edge) const;
   bool IsGuess(const Edge* edge, const EdgeState& state) const;
+  // Its estimate is its own completed runs' figure (RunningJob::own_history).
+  bool SizedFromOwnRuns(const Edge* edge, const EdgeState& state) const;
   Candidate CandidateFor(const Edge* edge, EdgeState& state, int64_t now) const;
   void NoteWait(const Edge* edge, EdgeState& state, const AdmissionDecision& decision, int64_t now);
   void NoteAdmitted(const Edge* edge, EdgeState& state, const AdmissionDecision& decision, int64_t now);

@@ -105,6 +105,7 @@ class Simulator {
   void ComputePriorities_();
   void UseBuilderWeights(bool any_history, std::vector<PriorityJob>* costs) const;
   bool IsGuess(size_t i);
+  bool SizedFromOwnRuns(size_t i);  // RunningJob::own_history
   void MakeReady(size_t i);
   uint64_t Used() const;
   MemoryReading Reading() const;
