@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "headroom/estimator/estimator.h"
+
 namespace headroom {
 namespace {
 
@@ -20,6 +22,17 @@ AdmissionDecision Admit(std::string reason, bool over_budget = false) {
 AdmissionDecision Wait(WaitKind kind, std::string reason) { return {false, kind, false, std::move(reason)}; }
 
 }  // namespace
+
+KinScope KinScopeOf(EstimateSource source) {
+  switch (source) {
+    case EstimateSource::kClassHistory: return KinScope::kClass;
+    case EstimateSource::kFamilyHistory:
+    case EstimateSource::kPrior: return KinScope::kFamily;
+    case EstimateSource::kEdgeHistory:
+    case EstimateSource::kUserHint: return KinScope::kNone;
+  }
+  return KinScope::kNone;
+}
 
 std::string DescribeDefaultReserve(std::string_view between) {
   auto rule = [](double fraction, uint64_t floor, double floor_cap) {
@@ -75,6 +88,19 @@ uint64_t AdmissionPolicy::AdmittedPeak(uint64_t predicted_peak, bool from_prior,
   return std::max<uint64_t>(1, std::min(predicted_peak, cap));
 }
 
+uint64_t AdmissionPolicy::CountedPeak(const Candidate& candidate, std::span<const RunningJob> running,
+                                      uint64_t budget) const {
+  uint64_t peak = AdmittedPeak(candidate, budget);
+  for (const RunningJob& job : running) {
+    const bool same_family = job.family_key == candidate.family_key;
+    if (candidate.unknown_heavy && same_family) peak = std::max(peak, Scale(job.peak_rss, 1.1));
+    const bool kin = (candidate.kin == KinScope::kClass && job.class_key == candidate.class_key) ||
+                     (candidate.kin == KinScope::kFamily && same_family);
+    if (kin) peak = std::max(peak, Scale(job.peak_rss, config_.kin_floor_factor));
+  }
+  return peak;
+}
+
 uint64_t AdmissionPolicy::Headroom(const MemoryReading& reading, std::span<const RunningJob> running) const {
   uint64_t build_rss = 0;
   for (const RunningJob& job : running) build_rss += job.rss;
@@ -98,7 +124,14 @@ bool AdmissionPolicy::HasSettled(const RunningJob& job, int64_t now_ms) const {
   // earlier runs will reach what they reached: below that, a pause in its growth is a phase, and a ramp slower
   // than 2 % per plateau_ms (a flash-attn kernel climbing for five minutes) looks like a plateau between two marks.
   const double least = job.own_history ? config_.settled_own_history_fraction : config_.settled_min_fraction;
-  return !job.frozen && !job.overran && HasPlateaued(job, now_ms) && job.peak_rss >= Scale(job.predicted_peak, least);
+  if (job.frozen || !HasPlateaued(job, now_ms)) return false;
+  // Past its estimate it was raised to kOverrunFactor x what it held: its model was wrong, and a short pause
+  // proves little. A plateau overrun_plateau_factor times as long does.
+  if (job.overran) {
+    return now_ms - std::max(job.last_growth_ms, job.started_ms) >=
+           static_cast<int64_t>(config_.overrun_plateau_factor * static_cast<double>(config_.plateau_ms));
+  }
+  return job.peak_rss >= Scale(job.predicted_peak, least);
 }
 
 uint64_t AdmissionPolicy::Owed(const RunningJob& job, int64_t now_ms) const {
@@ -172,6 +205,12 @@ std::string AdmissionPolicy::StaggerWait(std::span<const RunningJob> running, co
                          climbing->id, FormatBytes(climbing->peak_rss));
     }
   }
+  // Nor does staggering while every climbing member of the class, and this one, could overshoot by
+  // joint_overshoot of its estimate at once and still fit: a large machine then starts dozens of them together
+  // where staggering would start one per stagger_ms (64 flash-attn kernels on 64 cores: ten minutes).
+  int climbing = 0;
+  for (const RunningJob& job : running) climbing += job.class_key == candidate.class_key && !PeakIsBehind(job, now_ms);
+  if (spare_after >= Scale(peak, config_.joint_overshoot * static_cast<double>(climbing + 1))) roomy = true;
   for (const RunningJob& job : running) {
     if (job.class_key != candidate.class_key || PeakIsBehind(job, now_ms)) continue;
     if (!roomy && candidate.predicted_peak >= config_.heavy_threshold && now_ms - job.started_ms < config_.stagger_ms) {
@@ -188,13 +227,8 @@ AdmissionDecision AdmissionPolicy::Decide(const MemoryReading& reading, std::spa
   if (budget == 0) return Admit("memory limit unknown: admission by CPU slots only");
   uint64_t reserve = Reserve(budget);
   uint64_t headroom = Headroom(reading, running);
-  uint64_t peak = AdmittedPeak(candidate, budget);
-  // An unmeasured heavy family learns from its running probe: the next one needs at least what it reached.
-  for (const RunningJob& job : running) {
-    if (candidate.unknown_heavy && job.family_key == candidate.family_key) {
-      peak = std::max(peak, static_cast<uint64_t>(static_cast<double>(job.peak_rss) * 1.1));
-    }
-  }
+  // Its kin's running members, an unmeasured heavy family's probe among them, show what it may need.
+  uint64_t peak = CountedPeak(candidate, running, budget);
   uint64_t owed = 0;
   const int64_t horizon = BetHorizon(candidate, now_ms);
   for (const RunningJob& job : running) owed += OwedBy(job, now_ms, horizon);
@@ -389,7 +423,7 @@ void AdmissionPass::AddRunning(const Candidate& candidate, bool over_budget) {
   job.id = candidate.id;
   job.class_key = candidate.class_key;
   job.family_key = candidate.family_key;
-  job.predicted_peak = policy_.AdmittedPeak(candidate, policy_.Budget(reading_));
+  job.predicted_peak = policy_.CountedPeak(candidate, running_, policy_.Budget(reading_));
   job.started_ms = job.last_growth_ms = now_ms_;
   if (candidate.expected_ms > 0) job.expected_end_ms = now_ms_ + candidate.expected_ms;
   job.runs_alone = candidate.must_run_alone || over_budget;

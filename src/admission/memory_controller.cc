@@ -255,6 +255,7 @@ Candidate MemoryController::CandidateFor(const Edge* edge, EdgeState& state, int
   candidate.expected_ms = state.estimate.duration_ms;
   candidate.rise = state.estimate.rise;
   candidate.own_history = SizedFromOwnRuns(edge, state);
+  candidate.kin = KinScopeOf(state.estimate.source);
   return candidate;
 }
 
@@ -355,7 +356,7 @@ void MemoryController::JobStarted(Edge* edge, JobId id, ProcessRunner* runner) {
   running.job.class_key = state.class_key;
   running.job.family_key = state.family_key;
   // A guess is counted as admission counted it (capped to what the budget allows); evidence raises it.
-  running.job.predicted_peak = policy_.AdmittedPeak(state.estimate.peak_bytes, IsGuess(edge, state), budget_bytes_);
+  running.job.predicted_peak = policy_.CountedPeak(CandidateFor(edge, state, now), RunningJobs(), budget_bytes_);
   running.job.started_ms = now;
   running.job.last_growth_ms = now;
   if (state.estimate.duration_ms > 0) running.job.expected_end_ms = now + state.estimate.duration_ms;

@@ -186,6 +186,25 @@ std::vector<RunningJob> Simulator::Views() const {
   return views;
 }
 
+Candidate Simulator::CandidateOf(size_t i) {
+  const Estimate& e = EstimateOf(i);
+  Candidate c;
+  c.id = i;
+  c.class_key = e.class_key;
+  c.family_key = e.family_key;
+  c.predicted_peak = e.peak_bytes;
+  c.unknown_heavy = e.unknown_heavy;
+  c.from_prior = IsGuess(i);
+  c.measured = e.confident;
+  c.must_run_alone = state_[i].alone;
+  c.ready_since_ms = state_[i].ready_since;
+  c.expected_ms = e.duration_ms;
+  c.rise = e.rise;
+  c.own_history = SizedFromOwnRuns(i);
+  c.kin = KinScopeOf(e.source);
+  return c;
+}
+
 void Simulator::Admit() {
   int free_slots = (config_.fixed_j > 0 ? config_.fixed_j : config_.cores) - static_cast<int>(running_.size());
   if (free_slots <= 0) return;
@@ -196,23 +215,7 @@ void Simulator::Admit() {
   }
   if (config_.candidate_window > 0 && ready.size() > config_.candidate_window) ready.resize(config_.candidate_window);
   std::vector<Candidate> candidates;
-  for (size_t i : ready) {
-    const Estimate& e = EstimateOf(i);
-    Candidate c;
-    c.id = i;
-    c.class_key = e.class_key;
-    c.family_key = e.family_key;
-    c.predicted_peak = e.peak_bytes;
-    c.unknown_heavy = e.unknown_heavy;
-    c.from_prior = IsGuess(i);
-    c.measured = e.confident;
-    c.must_run_alone = state_[i].alone;
-    c.ready_since_ms = state_[i].ready_since;
-    c.expected_ms = e.duration_ms;
-    c.rise = e.rise;
-    c.own_history = SizedFromOwnRuns(i);
-    candidates.push_back(std::move(c));
-  }
+  for (size_t i : ready) candidates.push_back(CandidateOf(i));
   std::vector<RunningJob> views = Views();
   AdmissionPolicy::TickResult tick = policy_.PlanTick(Reading(), views, candidates, free_slots, now_);
   // Figures in the reason change every tick; only a new kind of wait is worth a line.
@@ -237,7 +240,7 @@ void Simulator::Start(size_t i, bool alone) {
   run.view.id = i;
   run.view.class_key = e.class_key;
   run.view.family_key = e.family_key;
-  run.view.predicted_peak = policy_.AdmittedPeak(e.peak_bytes, IsGuess(i), config_.budget);
+  run.view.predicted_peak = policy_.CountedPeak(CandidateOf(i), Views(), config_.budget);
   run.view.started_ms = run.view.last_growth_ms = now_;
   if (e.duration_ms > 0) run.view.expected_end_ms = now_ + e.duration_ms;
   run.view.runs_alone = alone;

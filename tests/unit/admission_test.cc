@@ -9,6 +9,7 @@
 #include "headroom/admission/admission_policy.h"
 #include "headroom/admission/priority.h"
 #include "headroom/admission/safety_net.h"
+#include "headroom/estimator/estimator.h"
 
 namespace headroom {
 namespace {
@@ -147,7 +148,8 @@ TEST(AdmissionTest, FrozenOrAloneJobsBlockNewStarts) {
 
 TEST(AdmissionTest, StaggersIdenticalHeavyJobsUntilThePeakIsBehind) {
   AdmissionPolicy policy({.stagger_ms = 10'000, .plateau_ms = 5'000});
-  MemoryReading reading = Reading(128 * kGiB, 120 * kGiB);
+  // 22 available - 7 owed - 8 for it - 1.2 reserve = 5.8 to spare: both could not overshoot by half together.
+  MemoryReading reading = Reading(24 * kGiB, 22 * kGiB);
   std::vector<RunningJob> running = {Running(1, 8 * kGiB, 1 * kGiB, /*started=*/0, "nvcc-class")};
   running[0].last_growth_ms = 2'000;
   EXPECT_EQ(policy.Decide(reading, running, Cand(2, 8 * kGiB, "nvcc-class"), 3'000).wait, WaitKind::kStagger);
@@ -406,14 +408,71 @@ TEST(AdmissionTest, WellMeasuredJobsAreNotStaggeredWhileMemoryIsPlentiful) {
   AdmissionPolicy policy({.reserve_bytes = 1 * kGiB, .stagger_ms = 10'000});
   std::vector<RunningJob> running = {Running(1, 3 * kGiB, 1 * kGiB, /*started=*/0, "nvcc-class")};
   running[0].last_growth_ms = 1'000;
+  for (uint64_t id = 10; id < 19; ++id) running.push_back(Running(id, 3 * kGiB, 1 * kGiB, 0, "nvcc-class"));
   Candidate next = Cand(2, 3 * kGiB, "nvcc-class");
-  // A prior or a hint may be off by any factor: identical heavy jobs stay staggered.
-  EXPECT_EQ(policy.Decide(Reading(64 * kGiB, 62 * kGiB), running, next, 2'000).wait, WaitKind::kStagger);
-  // A well-measured one starts at once while another of it would still fit ...
+  // A prior or a hint may be off by more than a well-measured figure: identical heavy jobs stay staggered once
+  // the ten climbing ones and it could not all overshoot by half (40 - 20 owed - 3 - 1 reserve = 16 < 16.5) ...
+  EXPECT_EQ(policy.Decide(Reading(64 * kGiB, 40 * kGiB), running, next, 2'000).wait, WaitKind::kStagger);
+  // ... where a well-measured one starts at once while another of it would still fit ...
   next.measured = true;
-  EXPECT_TRUE(policy.Decide(Reading(64 * kGiB, 62 * kGiB), running, next, 2'000).admit);
+  EXPECT_TRUE(policy.Decide(Reading(64 * kGiB, 40 * kGiB), running, next, 2'000).admit);
+  running.resize(1);
   // ... and is staggered again when memory gets tight: 8 available - 2 owed - 3 for it - 1 reserve < 3.
   EXPECT_EQ(policy.Decide(Reading(64 * kGiB, 8 * kGiB), running, next, 2'000).wait, WaitKind::kStagger);
+}
+
+// A 64-core machine must not start its flash-attn kernels one per stagger_ms (ten minutes for 64): a guess is
+// bet on while every climbing member of its class and it could overshoot by half together and still fit.
+TEST(AdmissionTest, GuessesAreNotStaggeredWhileAJointOvershootStillFits) {
+  AdmissionPolicy policy({.stagger_ms = 10'000});
+  std::vector<RunningJob> running;
+  for (uint64_t id = 1; id <= 20; ++id) running.push_back(Running(id, 6 * kGiB, 1 * kGiB, 0, "flash"));
+  Candidate next = Cand(30, 6 * kGiB, "flash");
+  // 250 available - 100 owed - 6 - 12.8 reserve = 131 to spare >= half of 21 x 6 GiB.
+  EXPECT_TRUE(policy.Decide(Reading(256 * kGiB, 250 * kGiB), running, next, 2'000).admit);
+  // 150 - 100 - 6 - 12.8 = 31 < 63: staggered.
+  EXPECT_EQ(policy.Decide(Reading(256 * kGiB, 150 * kGiB), running, next, 2'000).wait, WaitKind::kStagger);
+}
+
+// The finished members a class or family estimate comes from are biased to the short ones (flash-attn's forward
+// kernels finish first and weigh 0.6x its backward ones): what a running member already holds bounds it too.
+TEST(AdmissionTest, ACandidateSizedFromItsKinNeedsWhatARunningMemberAlreadyHolds) {
+  AdmissionPolicy policy;
+  RunningJob bwd = Running(1, 4 * kGiB, 6 * kGiB, 0, "flash");
+  bwd.family_key = "flash-family";
+  Candidate fwd = Cand(2, 4 * kGiB, "flash");
+  fwd.family_key = "flash-family";
+  std::vector<RunningJob> running = {bwd};
+  EXPECT_EQ(policy.CountedPeak(fwd, running, 256 * kGiB), 4 * kGiB);  // its own runs or a hint: no kin
+  fwd.kin = KinScope::kClass;
+  EXPECT_EQ(policy.CountedPeak(fwd, running, 256 * kGiB), 6 * kGiB);
+  // A class estimate looks at its class only; a family estimate or a guess at the whole family.
+  running[0].class_key = "flash -DOTHER";
+  EXPECT_EQ(policy.CountedPeak(fwd, running, 256 * kGiB), 4 * kGiB);
+  fwd.kin = KinScope::kFamily;
+  EXPECT_EQ(policy.CountedPeak(fwd, running, 256 * kGiB), 6 * kGiB);
+  // What admission counts for it is what it owes once admitted in the same pass.
+  AdmissionPass pass(policy, Reading(256 * kGiB, 250 * kGiB), running, 0);
+  ASSERT_TRUE(pass.Consider(fwd).admit);
+  EXPECT_NE(pass.Consider(fwd).reason.find("needs ~6.0 GiB"), std::string::npos);
+  EXPECT_EQ(KinScopeOf(EstimateSource::kClassHistory), KinScope::kClass);
+  EXPECT_EQ(KinScopeOf(EstimateSource::kFamilyHistory), KinScope::kFamily);
+  EXPECT_EQ(KinScopeOf(EstimateSource::kPrior), KinScope::kFamily);
+  EXPECT_EQ(KinScopeOf(EstimateSource::kEdgeHistory), KinScope::kNone);
+  EXPECT_EQ(KinScopeOf(EstimateSource::kUserHint), KinScope::kNone);
+}
+
+// A job past its estimate was raised above what it holds; a short pause proves little about a wrong model, a long
+// one does: it then owes nothing more, so one mis-sized kernel does not keep memory from the build for its life.
+TEST(AdmissionTest, AJobPastItsEstimateSettlesOnlyAfterALongPlateau) {
+  AdmissionPolicy policy({.plateau_ms = 5'000, .overrun_plateau_factor = 4.0});
+  RunningJob job = Running(1, 4 * kGiB, 0, 0, "flash");
+  MemoryTrack::Observe(&job, 6 * kGiB, 1'000);
+  ASSERT_TRUE(job.overran);
+  EXPECT_GT(policy.Owed(job, 7'000), 0u);  // a 6 s plateau
+  EXPECT_FALSE(policy.HasSettled(job, 20'000));
+  EXPECT_TRUE(policy.HasSettled(job, 21'000));
+  EXPECT_EQ(policy.Owed(job, 21'000), 0u);
 }
 
 TEST(AdmissionTest, PlanTickCountsEachAdmissionBeforeTheNext) {

@@ -194,13 +194,13 @@ TEST(EstimatorTest, PriorFirstThenClassThenEdgeHistory) {
   HistoryStore history;
   Estimator estimator(&history, {});
   std::string error;
-  // CUTLASS kernels: the heavy prior (4 GiB a pipeline).
+  // CUTLASS kernels: the heavy prior (a pipeline's worth: docs/priors.md).
   JobDescription a = Job("a.o", "nvcc -I/src/cutlass/include -c a.cu -o a.o");
   JobDescription b = Job("b.o", "nvcc -I/src/cutlass/include -c b.cu -o b.o");
   Estimate first = estimator.Predict(a);
   EXPECT_EQ(first.source, EstimateSource::kPrior);
   EXPECT_TRUE(first.unknown_heavy);
-  EXPECT_EQ(first.peak_bytes, 4 * kGiB);
+  EXPECT_EQ(first.peak_bytes, PriorConstants{}.nvcc_cutlass_per_pipeline);
 
   ASSERT_TRUE(estimator.Learn(b, Completed(2 * kGiB, 60'000), &error));
   Estimate by_class = estimator.Predict(a);
@@ -265,7 +265,7 @@ TEST(EstimatorTest, AKeptProfileGivesTheSameEstimateAndLearningMovesTheGeneratio
   JobDescription a = Job("a.o", "nvcc -I/src/cutlass/include --threads 2 -gencode arch=compute_80,code=sm_80 "
                                 "-gencode arch=compute_90,code=sm_90 -c a.cu -o a.o");
   JobProfile profile = estimator.Profile(a);
-  EXPECT_EQ(profile.prior.peak_bytes, 8 * kGiB);
+  EXPECT_EQ(profile.prior.peak_bytes, 2 * PriorConstants{}.nvcc_cutlass_per_pipeline);
   EXPECT_EQ(estimator.Predict(a, profile).peak_bytes, estimator.Predict(a).peak_bytes);
   const uint64_t before = estimator.generation();
   JobDescription b = Job("b.o", "nvcc -I/src/cutlass/include --threads 2 -gencode arch=compute_80,code=sm_80 "
@@ -348,7 +348,7 @@ TEST(EstimatorTest, RusageOnlyMeasurementsNeverLowerThePrior) {
   std::string error;
   JobDescription a = Job("a.o", "nvcc -I/src/cutlass/include --threads 2 -arch=sm_80,sm_90 -c a.cu -o a.o");
   ASSERT_TRUE(estimator.Learn(a, Completed(2 * kGiB, 1000, PeakMethod::kRusage), &error));
-  EXPECT_EQ(estimator.Predict(a).peak_bytes, 8 * kGiB);
+  EXPECT_EQ(estimator.Predict(a).peak_bytes, 2 * PriorConstants{}.nvcc_cutlass_per_pipeline);
   ASSERT_TRUE(estimator.Learn(a, Completed(3 * kGiB, 1000, PeakMethod::kProcessTree), &error));
   EXPECT_EQ(estimator.Predict(a).peak_bytes, static_cast<uint64_t>(3 * kGiB * 1.1));
 }

@@ -651,16 +651,20 @@ TEST(SimulatorScaleTest, MixedProjectFromMeasuredProfilesNeverOomsAndWarmAndGuar
   }
 }
 
-// Misses (session 9, with five measured forward and backward kernels, 3.8-6.3 GiB in one class): 64 cores 1.23x
-// unguarded and 1.24x guarded (the CI runner holds: 0.99x and 1.00x). With the forward kernel alone (session 8) the
-// guarded build on 64 cores held at 1.00x; the class now mixes kernels whose peaks differ by 1.7x, and the first
-// ones to finish (the short forward kernels) size the heavier backward ones too low (docs/benchmarks.md).
-TEST(SimulatorScaleTest, DISABLED_FlashAttnFromMeasuredProfilesColdMatchesBestFixedJ) {
-  for (const MachineShape& shape : kShapes) {
-    ScaleTable table = FlashScale(shape);
-    ExpectColdMatchesBestFixedJ(table, "headroom cold");
-    ExpectColdMatchesBestFixedJ(table, "guarded cold");
-  }
+// Held since session 10 under the guard (64 cores 1.00x, the CI runner 1.00x); in session 9 it missed at 1.24x:
+// the forward kernels that finish first sized the backward ones a third low, 61 kernels started at once on the
+// 4 GiB CUTLASS prior and froze one another. Since: the prior is 6 GiB (docs/priors.md), a candidate sized from its
+// kin needs what a running member already holds (AdmissionPolicy::CountedPeak), and a job past its estimate
+// settles after a long plateau.
+TEST(SimulatorScaleTest, FlashAttnFromMeasuredProfilesGuardedColdMatchesBestFixedJ) {
+  for (const MachineShape& shape : kShapes) ExpectColdMatchesBestFixedJ(FlashScale(shape), "guarded cold");
+}
+
+// Misses without the guard on 64 cores: 1.09x (session 9: 1.23x; the CI runner holds, 1.00x). Without the guard an
+// unmeasured heavy family is probed by one kernel until it peaks (a minute with 63 cores idle), and the reserve is
+// 5 % of the budget instead of 2 %.
+TEST(SimulatorScaleTest, DISABLED_FlashAttnFromMeasuredProfilesUnguardedColdMatchesBestFixedJ) {
+  for (const MachineShape& shape : kShapes) ExpectColdMatchesBestFixedJ(FlashScale(shape), "headroom cold");
 }
 
 // Held since session 9 (0.86x, guarded 0.84x): with the forward kernel alone (session 8) it missed at 1.09x, four

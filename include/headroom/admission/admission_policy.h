@@ -15,6 +15,14 @@
 
 namespace headroom {
 
+enum class EstimateSource;  // estimator/estimator.h
+
+// Whose live memory bounds a candidate's estimate from below (AdmissionPolicy::CountedPeak): an estimate taken
+// from other jobs (its class's finished members, its family's, or a guess) is only as good as what they showed,
+// and running members that already hold more show more. An estimate from the job's own runs or a hint: none.
+enum class KinScope { kNone, kClass, kFamily };
+KinScope KinScopeOf(EstimateSource source);
+
 // A running job as admission and the safety net see it.
 struct RunningJob {
   uint64_t id = 0;
@@ -65,6 +73,7 @@ struct Candidate {
   int64_t expected_ms = 0;      // predicted duration; 0 = unknown.
   RiseCurve rise;               // how its memory rose in earlier runs.
   bool own_history = false;     // the estimate comes from this edge's own completed runs.
+  KinScope kin = KinScope::kNone;  // whose running members' memory bounds its estimate (KinScopeOf).
 };
 
 // The default --mem-reserve: max(fraction x budget, min(floor, floor cap x budget)). The floor keeps small
@@ -96,6 +105,8 @@ struct AdmissionConfig {
   double pressure_some_pct = 10.0;     // PSI some over the short window above this stops admission.
   uint64_t heavy_threshold = 2 * kGiB; // jobs predicted at least this heavy are staggered.
   int64_t stagger_ms = 10'000;         // identical heavy jobs start at least this far apart ...
+  // ... unless their estimate could be this much too low for every climbing one of them at once and still fit.
+  double joint_overshoot = 0.5;
   double peak_passed_fraction = 0.9;   // ... unless the previous one reached this share of its estimate ...
   int64_t plateau_ms = 5'000;          // ... or its RSS has not grown for this long.
   // A plateau proves a peak only for a job holding at least this share of its estimate: a heavy compile
@@ -103,6 +114,8 @@ struct AdmissionConfig {
   double settled_min_fraction = 0.25;
   // ... and a job sized from its own earlier runs must be this close to them: it will reach what they reached.
   double settled_own_history_fraction = 0.9;
+  // ... and a job that outgrew its estimate must have held still this many plateaus.
+  double overrun_plateau_factor = 4.0;
   int64_t starvation_ms = 60'000;      // after the head waited this long, nothing may overtake it.
   // A prior is a guess, and a guess above what the build may use at all must not make a job "too big": it is
   // capped at this share of (budget - reserve). Without a build guard the cap is the whole of it (the job
@@ -131,6 +144,8 @@ struct AdmissionConfig {
   bool rise_bets = false;
   double rise_horizon_factor = 1.5;
   double rise_time_margin = 0.85;
+  // A candidate sized from its kin needs at least this multiple of what a running member of its kin holds.
+  double kin_floor_factor = 1.0;
 };
 
 // An admission walk over the ready queue stops after this many refused candidates (MemoryController and
@@ -163,6 +178,12 @@ class AdmissionPolicy {
   uint64_t AdmittedPeak(const Candidate& candidate, uint64_t budget) const {
     return AdmittedPeak(candidate.predicted_peak, candidate.from_prior, budget);
   }
+  // What admission counts for a candidate beside `running`, and what it is counted for once it runs: its
+  // AdmittedPeak, raised to what running members of its kin already hold (Candidate::kin; the finished members
+  // its estimate came from are biased to the short and often lighter ones: flash-attn's forward kernels finish
+  // first and weigh 0.6x the backward ones) and, for an unmeasured heavy family, a tenth above what its
+  // climbing probe reached.
+  uint64_t CountedPeak(const Candidate& candidate, std::span<const RunningJob> running, uint64_t budget) const;
   // Memory the build can still take now: min(available, budget - sum of running RSS).
   uint64_t Headroom(const MemoryReading& reading, std::span<const RunningJob> running) const;
 

@@ -23,7 +23,7 @@ struct PriorConstants {
   // and everything else (CUB/Thrust-heavy code peaked at ~0.75 GiB per pipeline). The front end (cudafe++, the
   // host compiler) runs before the pipelines and is a floor for a single one.
   uint64_t nvcc_per_pipeline = 1 * kGiB;
-  uint64_t nvcc_cutlass_per_pipeline = 4 * kGiB;
+  uint64_t nvcc_cutlass_per_pipeline = 6 * kGiB;
   uint64_t nvcc_front_end = 640 * kMiB;
   double nvcc_device_debug_factor = 1.5;   // -G keeps every variable alive and disables ptxas optimisation.
   uint64_t cxx_O0 = 512 * kMiB;            // ~p90 of ordinary C++ TUs (median 0.3 GiB, p95 0.8 GiB).

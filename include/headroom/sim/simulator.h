@@ -111,6 +111,7 @@ class Simulator {
   MemoryReading Reading() const;
   std::vector<size_t> ReadyByPriority() const;
   std::vector<RunningJob> Views() const;
+  Candidate CandidateOf(size_t i);
   void Admit();
   void Start(size_t i, bool alone);
   double ProgressRate() const;
