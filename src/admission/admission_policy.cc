@@ -200,7 +200,10 @@ std::string AdmissionPolicy::StaggerWait(std::span<const RunningJob> running, co
       else if (++climbing_members == 1) climbing = &job;
     }
     const int probes = config_.guarded ? config_.guarded_probe_members : 1;
-    if (climbing && !family_peaked && climbing_members >= probes) {
+    // Unless a guess twice too low for every climbing member and this one would still fit.
+    const bool joint_fits =
+        spare_after >= Scale(peak, config_.probe_joint_overshoot * static_cast<double>(climbing_members + 1));
+    if (climbing && !family_peaked && climbing_members >= probes && !joint_fits) {
       return fmt::format("probing an unmeasured heavy family: waiting for job {} to peak (at {} so far)",
                          climbing->id, FormatBytes(climbing->peak_rss));
     }

@@ -169,7 +169,8 @@ TEST(AdmissionTest, StaggersIdenticalHeavyJobsUntilThePeakIsBehind) {
 
 TEST(AdmissionTest, UnknownHeavyClassesProbeWithOneJobAndLearnFromIt) {
   AdmissionPolicy policy({.plateau_ms = 5'000});
-  MemoryReading reading = Reading(64 * kGiB, 40 * kGiB);
+  // 12 available - 1 owed - 4 for it - 0.8 reserve: less than a guess twice too low for both would need.
+  MemoryReading reading = Reading(16 * kGiB, 12 * kGiB);
   std::vector<RunningJob> running = {Running(1, 4 * kGiB, 3 * kGiB, 0, "new-nvcc")};
   running[0].last_growth_ms = 20'000;
   Candidate next = Cand(2, 4 * kGiB, "new-nvcc");
@@ -187,7 +188,7 @@ TEST(AdmissionTest, UnknownHeavyClassesProbeWithOneJobAndLearnFromIt) {
 
 TEST(AdmissionTest, AnUnmeasuredFamilyIsProbedByOneMemberWhateverItsDefines) {
   AdmissionPolicy policy;
-  MemoryReading reading = Reading(64 * kGiB, 40 * kGiB);
+  MemoryReading reading = Reading(16 * kGiB, 12 * kGiB);
   std::vector<RunningJob> running = {Running(1, 4 * kGiB, 1 * kGiB, 0, "nvcc -DV=1")};
   running[0].family_key = "nvcc -DV";
   running[0].last_growth_ms = 1'000;
@@ -253,7 +254,31 @@ TEST(AdmissionTest, UnderTheBuildGuardAnUnmeasuredFamilyIsBetOnWhileAnotherWhole
   // 10 GiB free: room for this one but not for a joint overshoot, and two members already climb: it waits for
   // them to peak, as it would without the guard.
   EXPECT_EQ(guarded.Decide(Reading(64 * kGiB, 10 * kGiB), running, sibling, 2'000).wait, WaitKind::kProbe);
-  EXPECT_EQ(AdmissionPolicy().Decide(Reading(64 * kGiB, 60 * kGiB), running, sibling, 2'000).wait, WaitKind::kProbe);
+  // Without the guard it waits for them to peak once a guess twice too low for all three would not fit.
+  EXPECT_EQ(AdmissionPolicy().Decide(Reading(64 * kGiB, 20 * kGiB), running, sibling, 2'000).wait, WaitKind::kProbe);
+}
+
+// A 64-core machine must not idle 63 cores while one probe climbs to its peak: more members climb beside it while a
+// guess twice too low for every climbing member and the candidate would still fit, with or without the guard.
+TEST(AdmissionTest, AProbeIsNotWaitedForWhileAGuessTwiceTooLowForAllStillFits) {
+  AdmissionPolicy policy;
+  std::vector<RunningJob> running;
+  Candidate sibling = Cand(100, 6 * kGiB, "flash");
+  sibling.family_key = "flash";
+  sibling.unknown_heavy = sibling.from_prior = true;
+  auto climb = [&](int members) {
+    running.clear();
+    for (int id = 1; id <= members; ++id) {
+      running.push_back(Running(static_cast<uint64_t>(id), 6 * kGiB, 1 * kGiB, 0, "flash"));
+      running.back().family_key = "flash";
+    }
+    return policy.Decide(Reading(256 * kGiB, 250 * kGiB), running, sibling, 2'000);
+  };
+  EXPECT_TRUE(climb(1).admit);
+  // 256 - 18 held - 90 owed - 6 - 12.8 reserve = 129 to spare >= 6 GiB (twice too low) x 19 = 114.
+  EXPECT_TRUE(climb(18).admit);
+  // 256 - 20 - 100 - 6 - 12.8 = 117 < 126.
+  EXPECT_EQ(climb(20).wait, WaitKind::kProbe);
 }
 
 TEST(AdmissionTest, UnderTheBuildGuardASecondMemberClimbsBesideTheProbeWhenItFits) {

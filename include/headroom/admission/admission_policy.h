@@ -127,6 +127,9 @@ struct AdmissionConfig {
   // members may climb at once when their guesses fit, so a small box's second core is not idle while the probe
   // climbs (a real nvcc job peaks late, in ptxas); a lost bet costs a freeze or a requeue of the younger one.
   int guarded_probe_members = 2;
+  // More members may climb beside the probe while a guess probe_joint_overshoot too low for all of them at once
+  // would still fit.
+  double probe_joint_overshoot = 1.0;
   bool guarded = false;                // the build runs under a build guard (see memory/build_guard.h).
   bool hold_for_exclusive_head = true; // keep memory for an exclusive head from jobs that would delay it (HeadHold).
   // Early starts of an exclusive head: a measured head whose memory is predicted free (HeadHold::start_ms)
