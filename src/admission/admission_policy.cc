@@ -108,6 +108,16 @@ uint64_t AdmissionPolicy::Headroom(const MemoryReading& reading, std::span<const
   return std::min(reading.available_bytes, SaturatingSub(Budget(reading), build_rss));
 }
 
+bool AdmissionPolicy::IsLongCompute(bool compute_bound, int64_t duration_ms, uint64_t peak) const {
+  if (!compute_bound) return false;
+  return duration_ms > 0 ? duration_ms >= config_.long_job_ms : peak >= config_.heavy_threshold;
+}
+
+bool AdmissionPolicy::IsLongCompute(const RunningJob& job) const {
+  const int64_t duration = job.expected_end_ms >= 0 ? job.expected_end_ms - job.started_ms : 0;
+  return IsLongCompute(job.compute_bound, duration, job.predicted_peak);
+}
+
 bool AdmissionPolicy::HasPlateaued(const RunningJob& job, int64_t now_ms) const {
   return now_ms - std::max(job.last_growth_ms, job.started_ms) >= config_.plateau_ms;
 }
@@ -263,6 +273,15 @@ AdmissionDecision AdmissionPolicy::Decide(const MemoryReading& reading, std::spa
   if (headroom < reserve) {
     return Wait(WaitKind::kPressure,
                 fmt::format("only {} available, below the reserve {}", FormatBytes(headroom), FormatBytes(reserve)));
+  }
+  if (config_.cpus > 0 && IsLongCompute(candidate.compute_bound, candidate.expected_ms, peak)) {
+    // Frozen and parked jobs use no CPU.
+    const int busy = static_cast<int>(std::count_if(running.begin(), running.end(), [&](const RunningJob& job) {
+      return !job.frozen && IsLongCompute(job);
+    }));
+    if (busy >= config_.cpus) {
+      return Wait(WaitKind::kCpu, fmt::format("{} long compile(s) already keep the {} CPU(s) busy", busy, config_.cpus));
+    }
   }
   std::string stagger = StaggerWait(running, candidate, peak, SaturatingSub(headroom, owed + peak + reserve), now_ms);
   if (!stagger.empty()) {
@@ -433,6 +452,7 @@ void AdmissionPass::AddRunning(const Candidate& candidate, bool over_budget) {
   job.heavy = candidate.predicted_peak >= policy_.config().heavy_threshold;
   job.rise = candidate.rise;
   job.own_history = candidate.own_history;
+  job.compute_bound = candidate.compute_bound;
   running_.push_back(std::move(job));
 }
 

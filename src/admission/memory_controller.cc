@@ -9,6 +9,7 @@
 #include <climits>
 
 #include "headroom/admission/priority.h"
+#include "headroom/estimator/command_line.h"
 #include "headroom/estimator/exec_mode.h"
 #include "headroom/util/byte_size.h"
 #include "headroom/graph/graph.h"
@@ -25,6 +26,7 @@ AdmissionConfig MakeAdmissionConfig(const MemoryConfig& config) {
   AdmissionConfig admission;
   admission.budget_bytes = config.budget_bytes;
   admission.reserve_bytes = config.reserve_bytes;
+  admission.cpus = config.cpus;
   return admission;
 }
 
@@ -256,6 +258,7 @@ Candidate MemoryController::CandidateFor(const Edge* edge, EdgeState& state, int
   candidate.rise = state.estimate.rise;
   candidate.own_history = SizedFromOwnRuns(edge, state);
   candidate.kin = KinScopeOf(state.estimate.source);
+  candidate.compute_bound = IsComputeBound(state.prior_family);
   return candidate;
 }
 
@@ -294,9 +297,19 @@ bool MemoryController::MayStart(Edge* edge, size_t running) {
     NoteAdmitted(edge, state, decision, now);
     return true;
   }
-  NoteWait(edge, state, decision, now);
+  if (decision.wait == WaitKind::kCpu) {
+    NoteCpuWait(edge, state, decision);
+  } else {
+    NoteWait(edge, state, decision, now);
+  }
   ++pass_waits_;
   return false;
+}
+
+void MemoryController::NoteCpuWait(const Edge* edge, EdgeState& state, const AdmissionDecision& decision) {
+  if (state.explained_cpu_wait) return;
+  state.explained_cpu_wait = true;
+  Explain("waiting for a CPU: " + OutputOf(edge) + ": " + decision.reason);
 }
 
 void MemoryController::NoteWait(const Edge* edge, EdgeState& state, const AdmissionDecision& decision, int64_t now) {
@@ -363,6 +376,7 @@ void MemoryController::JobStarted(Edge* edge, JobId id, ProcessRunner* runner) {
   running.job.runs_alone = state.must_run_alone;
   running.job.rise = state.estimate.rise;
   running.job.own_history = SizedFromOwnRuns(edge, state);
+  running.job.compute_bound = IsComputeBound(state.prior_family);
   running.job.early = state.early_start;
   if (state.early_start) ++decisions_.early_starts;
   state.early_start = false;

@@ -189,13 +189,18 @@ int CpuQuotaFromCgroup() {
 
 }  // namespace
 
-int GuessParallelism() {
+int UsableCpus() {
   int processors = 0;
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof(set), &set) == 0) processors = CPU_COUNT(&set);
   if (processors <= 0) processors = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   int quota = CpuQuotaFromCgroup();
   if (quota > 0 && quota < processors) processors = quota;
+  return std::max(processors, 0);
+}
+
+int GuessParallelism() {
+  const int processors = UsableCpus();
   switch (processors) {
     case 0:
     case 1:
@@ -258,6 +263,7 @@ void PrintUsage(const BuildConfig& config) {
 
 std::optional<int> ReadFlags(int argc, char** argv, Options* options, BuildConfig* config) {
   config->parallelism = GuessParallelism();
+  config->memory.cpus = UsableCpus();
   // getopt prints its own errors prefixed with argv[0]; ninja's users see "ninja: ...".
   char program_name[] = "ninja";
   argv[0] = program_name;

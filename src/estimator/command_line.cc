@@ -343,6 +343,10 @@ const char* ToolFamilyName(ToolFamily family) {
   return "unknown";
 }
 
+bool IsComputeBound(ToolFamily family) {
+  return family == ToolFamily::kNvcc || family == ToolFamily::kCompiler || family == ToolFamily::kLinker;
+}
+
 std::string_view Basename(std::string_view path) {
   size_t slash = path.rfind('/');
   return slash == std::string_view::npos ? path : path.substr(slash + 1);

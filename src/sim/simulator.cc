@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "headroom/estimator/command_line.h"
 #include "headroom/util/byte_size.h"
 
 namespace headroom::sim {
@@ -82,6 +83,8 @@ SimResult Simulator::Run() {
 AdmissionConfig Simulator::WithBudget(const SimConfig& config) {
   AdmissionConfig admission = config.admission;
   admission.budget_bytes = config.budget;
+  // The machine's CPUs cap long compute-bound jobs as they do in a real build (AdmissionConfig::cpus).
+  if (admission.cpus == 0 && config.cpu_cores > 0) admission.cpus = std::max(1, static_cast<int>(config.cpu_cores));
   return admission;
 }
 
@@ -202,6 +205,7 @@ Candidate Simulator::CandidateOf(size_t i) {
   c.rise = e.rise;
   c.own_history = SizedFromOwnRuns(i);
   c.kin = KinScopeOf(e.source);
+  c.compute_bound = IsComputeBound(state_[i].profile->prior.family);
   return c;
 }
 
@@ -247,6 +251,7 @@ void Simulator::Start(size_t i, bool alone) {
   run.view.heavy = e.peak_bytes >= policy_.config().heavy_threshold;
   run.view.rise = e.rise;
   run.view.own_history = SizedFromOwnRuns(i);
+  run.view.compute_bound = IsComputeBound(state_[i].profile->prior.family);
   running_.push_back(run);  // running_ stays oldest first.
   result_.started_ms[i] = now_;
   Trace("start", i, e.why + " = " + FormatBytes(e.peak_bytes));

@@ -4,6 +4,7 @@ used only to state what ninja does differently, so the difference stays visible.
 
 import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -130,3 +131,37 @@ def test_corrupt_deps_record_is_cut_off_once(headroom):
     assert sorted(r.cmds) == ["a.o", "app", "b.o"]
     r = ws.run("-j1")
     assert r.stdout == "ninja: no work to do.\n" and r.stderr == ""
+
+
+def test_long_compiles_start_one_per_cpu_while_short_jobs_fill_j(headroom):
+    """ninja at -j4 on one CPU starts three compiles at once. headroom starts a long compute-bound job (a compiler,
+    nvcc or linker predicted to run 10 s or more, or, before any run of it, estimated heavy) only while fewer of
+    them run than the CPUs it may use: on 2 CPUs a third nvcc compile only slowed the other two, and whichever came
+    last then ran alone at the end (docs/scheduling.md, "Long compiles and the CPUs"). Other jobs still fill -j."""
+    ws = headroom
+    ws.script("bin/g++", 'echo "start $4 $(date +%s%N)" >> spans.log\n'
+                         'while [ ! -e quick.done ]; do sleep 0.05; done\n'
+                         'echo "end $4 $(date +%s%N)" >> spans.log\ntouch "$4"\n')
+    ws.write("build.ninja",
+             "rule cc\n  command = ./bin/g++ -c $in -o $out\n"
+             "rule quick\n  command = touch quick.done $out\n"
+             + "".join("build %s.o: cc %s.cc\n  headroom_mem = 2G\n" % (n, n) for n in "abc")
+             + "build q: quick\n")
+    for source in ("a.cc", "b.cc", "c.cc"):
+        ws.write(source, "")
+    cpu = min(os.sched_getaffinity(0))
+    r = subprocess.run([ws.bins["sut"], "-j4", "-d", "explain"], cwd=ws.root, env=ws.env(), capture_output=True,
+                       text=True, timeout=60, preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
+    assert r.returncode == 0, r.stdout + r.stderr
+    spans = {}
+    for line in ws.read("spans.log").splitlines():
+        what, out, ns = line.split()
+        spans.setdefault(out, {})[what] = int(ns)
+    assert sorted(spans) == ["a.o", "b.o", "c.o"]
+    # The first compile holds until the quick job ran beside it; the others start only once it ended. (Its run then
+    # tells the class that these compiles are short, and short ones are not held back.)
+    first = min(spans.values(), key=lambda s: s["start"])
+    assert all(first["end"] <= s["start"] for s in spans.values() if s is not first), spans
+    assert "ninja explain: waiting for a CPU: " in r.stderr, r.stderr
+    assert "1 long compile(s) already keep the 1 CPU(s) busy" in r.stderr, r.stderr
+    assert "waited for memory" not in r.stdout + r.stderr

@@ -500,6 +500,44 @@ TEST(AdmissionTest, AJobPastItsEstimateSettlesOnlyAfterALongPlateau) {
   EXPECT_EQ(policy.Owed(job, 21'000), 0u);
 }
 
+// On 2 CPUs at -j8 a third long compile only slows the other two, and whichever of the three comes last then runs
+// alone at the end: long compute-bound jobs start only while a CPU is free of them; short and unknown ones fill -j.
+TEST(AdmissionTest, LongCompilesStartOnlyWhileACpuIsFreeOfThem) {
+  AdmissionPolicy policy({.cpus = 2});
+  auto compile = [](uint64_t id) {
+    RunningJob job = Running(id, 1 * kGiB, 1 * kGiB, 0, "nvcc");
+    job.compute_bound = true;
+    job.expected_end_ms = 60'000;
+    return job;
+  };
+  std::vector<RunningJob> running = {compile(1), compile(2)};
+  Candidate next = Cand(3, 1 * kGiB, "nvcc");
+  next.compute_bound = true;
+  next.expected_ms = 60'000;
+  const MemoryReading plenty = Reading(64 * kGiB, 60 * kGiB);
+  AdmissionDecision wait = policy.Decide(plenty, running, next, 1'000);
+  EXPECT_EQ(wait.wait, WaitKind::kCpu);
+  EXPECT_EQ(wait.reason, "2 long compile(s) already keep the 2 CPU(s) busy");
+  Candidate quick = next;
+  quick.expected_ms = 3'000;
+  EXPECT_TRUE(policy.Decide(plenty, running, quick, 1'000).admit);
+  Candidate script = next;
+  script.compute_bound = false;
+  EXPECT_TRUE(policy.Decide(plenty, running, script, 1'000).admit);
+  // Cold, with no duration yet: a heavy estimate counts as long, a light one does not.
+  Candidate cold = next;
+  cold.expected_ms = 0;
+  cold.predicted_peak = 4 * kGiB;
+  EXPECT_EQ(policy.Decide(plenty, running, cold, 1'000).wait, WaitKind::kCpu);
+  cold.predicted_peak = 512 * kMiB;
+  EXPECT_TRUE(policy.Decide(plenty, running, cold, 1'000).admit);
+  // A parked compile uses no CPU; nor is there a cap where the CPUs are unknown.
+  running[1].frozen = running[1].parked = true;
+  EXPECT_TRUE(policy.Decide(plenty, running, next, 1'000).admit);
+  running[1].frozen = running[1].parked = false;
+  EXPECT_TRUE(AdmissionPolicy().Decide(plenty, running, next, 1'000).admit);
+}
+
 TEST(AdmissionTest, PlanTickCountsEachAdmissionBeforeTheNext) {
   AdmissionPolicy policy({.reserve_bytes = 1 * kGiB});
   std::vector<Candidate> ready;

@@ -45,6 +45,7 @@ struct RunningJob {
   bool parked = false;
   RiseCurve rise;               // how its memory rose in earlier runs (unknown: it may hold its peak at once).
   bool own_history = false;     // sized from this edge's own completed runs (not its class's, a prior or a hint).
+  bool compute_bound = false;   // a compiler, nvcc or linker: it keeps a CPU busy (AdmissionConfig::cpus).
 
   // What it may still allocate: its estimate minus what it already holds.
   uint64_t Owes() const { return predicted_peak > rss ? predicted_peak - rss : 0; }
@@ -74,6 +75,7 @@ struct Candidate {
   RiseCurve rise;               // how its memory rose in earlier runs.
   bool own_history = false;     // the estimate comes from this edge's own completed runs.
   KinScope kin = KinScope::kNone;  // whose running members' memory bounds its estimate (KinScopeOf).
+  bool compute_bound = false;   // a compiler, nvcc or linker (IsComputeBound).
 };
 
 // The default --mem-reserve: max(fraction x budget, min(floor, floor cap x budget)). The floor keeps small
@@ -131,6 +133,12 @@ struct AdmissionConfig {
   // would still fit.
   double probe_joint_overshoot = 1.0;
   bool guarded = false;                // the build runs under a build guard (see memory/build_guard.h).
+  // The CPUs the build may use (affinity and cgroup quota); 0 = not known. With -j above it, a long compute-bound
+  // job (see IsLongCompute) starts only while fewer such jobs run than there are CPUs: a third nvcc compile on 2
+  // CPUs only slows the other two, and whichever of the three comes last then runs alone at the end. Short jobs
+  // and jobs of unknown tools still fill the -j slots.
+  int cpus = 0;
+  int64_t long_job_ms = 10'000;
   bool hold_for_exclusive_head = true; // keep memory for an exclusive head from jobs that would delay it (HeadHold).
   // Early starts of an exclusive head: a measured head whose memory is predicted free (HeadHold::start_ms)
   // within early_start_lead x its own predicted duration starts now; its memory grows while the jobs before
@@ -158,7 +166,7 @@ struct AdmissionConfig {
 inline constexpr int kAdmissionWalkWindow = 256;
 
 // Why a candidate waits; PlanTick lets lighter jobs overtake a starving head only for some kinds.
-enum class WaitKind { kNone, kMemory, kPressure, kFrozen, kAlone, kStagger, kProbe };
+enum class WaitKind { kNone, kMemory, kPressure, kFrozen, kAlone, kStagger, kProbe, kCpu };
 
 struct AdmissionDecision {
   bool admit = false;
@@ -229,6 +237,9 @@ class AdmissionPolicy {
   // When a candidate admitted now is taken to have ended, for OwedBy: -1 when it has no predicted duration or
   // rise bets are off.
   int64_t BetHorizon(const Candidate& candidate, int64_t now_ms) const;
+  // A compute-bound job predicted to run at least long_job_ms, or with no duration yet and a heavy estimate.
+  bool IsLongCompute(bool compute_bound, int64_t duration_ms, uint64_t peak) const;
+  bool IsLongCompute(const RunningJob& job) const;
   // Its RSS has not grown noticeably for plateau_ms.
   bool HasPlateaued(const RunningJob& job, int64_t now_ms) const;
   // Past its peak: reached peak_passed_fraction of its estimate, or plateaued.

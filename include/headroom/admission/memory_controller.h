@@ -109,6 +109,7 @@ class MemoryController : public JobController {
     bool has_hint = false;             // $headroom_mem is set (read from the edge when predicting)
     bool must_run_alone = false;
     bool explained_wait = false;
+    bool explained_cpu_wait = false;   // -d explain said once that it waits for a CPU (AdmissionConfig::cpus)
     bool early_start = false;          // admitted early (AdmissionDecision::early_start); read when it starts
     // The estimate comes from the edge's own runs, which change only when it runs: later finished jobs
     // cannot change it, so a waiting edge is not re-predicted after each of them.
@@ -158,6 +159,8 @@ class MemoryController : public JobController {
   bool SizedFromOwnRuns(const Edge* edge, const EdgeState& state) const;
   Candidate CandidateFor(const Edge* edge, EdgeState& state, int64_t now) const;
   void NoteWait(const Edge* edge, EdgeState& state, const AdmissionDecision& decision, int64_t now);
+  // A wait for a CPU is no wait for memory: explained once, never counted in the memory summary or status.
+  void NoteCpuWait(const Edge* edge, EdgeState& state, const AdmissionDecision& decision);
   void NoteAdmitted(const Edge* edge, EdgeState& state, const AdmissionDecision& decision, int64_t now);
   void ApplySafetyAction(const SafetyAction& action, ProcessRunner* runner);
   void Resume(const Running& running, ProcessRunner* runner);

@@ -14,6 +14,7 @@ struct MemoryConfig {
   size_t remote_jobs = 0;           // --remote-jobs: the compile farm's slots; 0 = read distcc's host list
                                     // (docs/scale-out.md), and no remote pool when that says nothing either.
   bool strict_remote = false;       // --strict-remote: a launcher's farm failure fails the job, no local retry
+  int cpus = 0;                     // the CPUs the build may use (UsableCpus); 0 = unknown: no CPU cap
 };
 
 struct BuildConfig {

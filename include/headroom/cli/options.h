@@ -27,6 +27,8 @@ struct Options {
 std::optional<int> ReadFlags(int argc, char** argv, Options* options, BuildConfig* config);
 
 // ninja's default -j: CPUs + 2 (2 for one CPU, 3 for two), CPUs from affinity and cgroup quota.
+// The CPUs this process may use: its affinity mask, capped by a cgroup CPU quota.
+int UsableCpus();
 int GuessParallelism();
 
 // Usage text printed by -h.

@@ -22,6 +22,8 @@ enum class ToolFamily {
 };
 
 const char* ToolFamilyName(ToolFamily family);
+// Compilers, nvcc and linkers keep a CPU busy for their whole run; scripts and unknown tools may not.
+bool IsComputeBound(ToolFamily family);
 
 // One step of a command (the part between && / ; / ||), with wrappers removed.
 struct CommandStep {
