@@ -21,6 +21,11 @@ AdmissionDecision Admit(std::string reason, bool over_budget = false) {
 
 AdmissionDecision Wait(WaitKind kind, std::string reason) { return {false, kind, false, std::move(reason)}; }
 
+AdmissionDecision Counted(AdmissionDecision admitted, uint64_t peak) {
+  admitted.counted_peak = peak;
+  return admitted;
+}
+
 }  // namespace
 
 KinScope KinScopeOf(EstimateSource source) {
@@ -81,16 +86,23 @@ uint64_t AdmissionPolicy::Reserve(uint64_t budget) const {
   return std::max(Scale(budget, config_.reserve_fraction), floor);
 }
 
-uint64_t AdmissionPolicy::AdmittedPeak(uint64_t predicted_peak, bool from_prior, uint64_t budget) const {
+uint64_t AdmissionPolicy::AdmittedPeak(uint64_t predicted_peak, bool from_prior, uint64_t budget,
+                                       uint64_t outside) const {
   if (!from_prior || budget == 0) return predicted_peak;
   double share = config_.guarded ? config_.guarded_prior_cap : config_.unguarded_prior_cap;
-  uint64_t cap = Scale(SaturatingSub(budget, Reserve(budget)), share);
+  uint64_t cap = Scale(SaturatingSub(budget, Reserve(budget) + outside), share);
   return std::max<uint64_t>(1, std::min(predicted_peak, cap));
 }
 
+uint64_t AdmissionPolicy::OutsideUsage(const MemoryReading& reading, std::span<const RunningJob> running) const {
+  uint64_t build_rss = 0;
+  for (const RunningJob& job : running) build_rss += job.rss;
+  return SaturatingSub(SaturatingSub(Budget(reading), build_rss), Headroom(reading, running));
+}
+
 uint64_t AdmissionPolicy::CountedPeak(const Candidate& candidate, std::span<const RunningJob> running,
-                                      uint64_t budget) const {
-  uint64_t peak = AdmittedPeak(candidate, budget);
+                                      uint64_t budget, uint64_t outside) const {
+  uint64_t peak = AdmittedPeak(candidate, budget, outside);
   for (const RunningJob& job : running) {
     const bool same_family = job.family_key == candidate.family_key;
     if (candidate.unknown_heavy && same_family) peak = std::max(peak, Scale(job.peak_rss, 1.1));
@@ -237,11 +249,12 @@ std::string AdmissionPolicy::StaggerWait(std::span<const RunningJob> running, co
 AdmissionDecision AdmissionPolicy::Decide(const MemoryReading& reading, std::span<const RunningJob> running,
                                           const Candidate& candidate, int64_t now_ms) const {
   uint64_t budget = Budget(reading);
-  if (budget == 0) return Admit("memory limit unknown: admission by CPU slots only");
+  if (budget == 0) return Counted(Admit("memory limit unknown: admission by CPU slots only"), candidate.predicted_peak);
   uint64_t reserve = Reserve(budget);
   uint64_t headroom = Headroom(reading, running);
   // Its kin's running members, an unmeasured heavy family's probe among them, show what it may need.
-  uint64_t peak = CountedPeak(candidate, running, budget);
+  // A guess is capped at a share of what the budget leaves beside what runs outside the build's jobs.
+  uint64_t peak = CountedPeak(candidate, running, budget, OutsideUsage(reading, running));
   uint64_t owed = 0;
   const int64_t horizon = BetHorizon(candidate, now_ms);
   for (const RunningJob& job : running) owed += OwedBy(job, now_ms, horizon);
@@ -251,10 +264,11 @@ AdmissionDecision AdmissionPolicy::Decide(const MemoryReading& reading, std::spa
 
   if (running.empty()) {
     // Forward progress: with nothing running, waiting cannot free anything.
-    if (fits) return Admit(need);
-    return Admit(fmt::format("{}; over budget {} (reserve {}), running it alone", need, FormatBytes(budget),
-                             FormatBytes(reserve)),
-                 /*over_budget=*/true);
+    if (fits) return Counted(Admit(need), peak);
+    return Counted(Admit(fmt::format("{}; over budget {} (reserve {}), running it alone", need, FormatBytes(budget),
+                                     FormatBytes(reserve)),
+                         /*over_budget=*/true),
+                   peak);
   }
   if (candidate.must_run_alone) {
     return Wait(WaitKind::kAlone, fmt::format("runs alone after an earlier failure: waiting for {} running job(s)",
@@ -288,7 +302,7 @@ AdmissionDecision AdmissionPolicy::Decide(const MemoryReading& reading, std::spa
     return Wait(candidate.unknown_heavy ? WaitKind::kProbe : WaitKind::kStagger, std::move(stagger));
   }
   if (!fits) return Wait(WaitKind::kMemory, fmt::format("{} (reserve {})", need, FormatBytes(reserve)));
-  return Admit(need);
+  return Counted(Admit(need), peak);
 }
 
 AdmissionPolicy::TickResult AdmissionPolicy::PlanTick(const MemoryReading& reading,
@@ -310,6 +324,7 @@ AdmissionPolicy::TickResult AdmissionPolicy::PlanTick(const MemoryReading& readi
     AdmissionDecision decision = pass.Consider(*candidate);
     if (!decision.admit) continue;
     result.admitted.push_back(candidate->id);
+    result.counted.push_back(decision.counted_peak);
     if (decision.over_budget) result.over_budget.push_back(candidate->id);
     --free_slots;
   }
@@ -369,7 +384,7 @@ AdmissionDecision AdmissionPass::Consider(const Candidate& candidate) {
     }
     return decision;
   }
-  AddRunning(candidate, decision.over_budget);
+  AddRunning(candidate, decision.over_budget, decision.counted_peak);
   return decision;
 }
 
@@ -426,26 +441,28 @@ std::optional<AdmissionDecision> AdmissionPass::StartEarly(const Candidate& head
   if (static_cast<double>(until_free) > config.early_start_lead * static_cast<double>(head.expected_ms)) {
     return std::nullopt;
   }
-  AddRunning(head, /*over_budget=*/false);
+  const uint64_t counted =
+      policy_.CountedPeak(head, running_, policy_.Budget(reading_), policy_.OutsideUsage(reading_, running_));
+  AddRunning(head, /*over_budget=*/false, counted);
   running_.back().early = true;
   hold_.reset();  // it holds its own memory now
   // It waited (NoteHead saw it): the next candidate that waits is the head now.
   head_seen_ = false;
   head_reason_seen_ = false;
   head_reason_.clear();
-  AdmissionDecision early{true, WaitKind::kNone, false, "", /*early_start=*/true};
+  AdmissionDecision early{true, WaitKind::kNone, false, "", /*early_start=*/true, counted};
   early.reason = fmt::format("{}; started early: the memory it needs is predicted free in {:.1f}s, and it is paused "
                              "if it gets there first",
                              waiting.reason, static_cast<double>(until_free) / 1000.0);
   return early;
 }
 
-void AdmissionPass::AddRunning(const Candidate& candidate, bool over_budget) {
+void AdmissionPass::AddRunning(const Candidate& candidate, bool over_budget, uint64_t counted_peak) {
   RunningJob job;
   job.id = candidate.id;
   job.class_key = candidate.class_key;
   job.family_key = candidate.family_key;
-  job.predicted_peak = policy_.CountedPeak(candidate, running_, policy_.Budget(reading_));
+  job.predicted_peak = counted_peak;
   job.started_ms = job.last_growth_ms = now_ms_;
   if (candidate.expected_ms > 0) job.expected_end_ms = now_ms_ + candidate.expected_ms;
   job.runs_alone = candidate.must_run_alone || over_budget;

@@ -336,6 +336,7 @@ void MemoryController::NoteAdmitted(const Edge* edge, EdgeState& state, const Ad
   }
   state.explained_wait = false;
   state.early_start = decision.early_start;
+  state.counted_peak = decision.counted_peak;
   if (decision.early_start) Explain("started early: " + OutputOf(edge) + ": " + decision.reason);
   if (decision.over_budget) {
     ++decisions_.over_budget_starts;
@@ -369,7 +370,12 @@ void MemoryController::JobStarted(Edge* edge, JobId id, ProcessRunner* runner) {
   running.job.class_key = state.class_key;
   running.job.family_key = state.family_key;
   // A guess is counted as admission counted it (capped to what the budget allows); evidence raises it.
-  running.job.predicted_peak = policy_.CountedPeak(CandidateFor(edge, state, now), RunningJobs(), budget_bytes_);
+  // What admission counted for it (a guess capped, its kin's live memory); a start without a decision (none so far
+  // has one) counts the same, recomputed.
+  running.job.predicted_peak = state.counted_peak != 0
+                                   ? state.counted_peak
+                                   : policy_.CountedPeak(CandidateFor(edge, state, now), RunningJobs(), budget_bytes_);
+  state.counted_peak = 0;
   running.job.started_ms = now;
   running.job.last_growth_ms = now;
   if (state.estimate.duration_ms > 0) running.job.expected_end_ms = now + state.estimate.duration_ms;

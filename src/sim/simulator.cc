@@ -214,7 +214,9 @@ void Simulator::Admit() {
   if (free_slots <= 0) return;
   std::vector<size_t> ready = ReadyByPriority();
   if (config_.fixed_j > 0) {
-    for (size_t k = 0; k < ready.size() && k < static_cast<size_t>(free_slots); ++k) Start(ready[k], false);
+    for (size_t k = 0; k < ready.size() && k < static_cast<size_t>(free_slots); ++k) {
+      Start(ready[k], false, EstimateOf(ready[k]).peak_bytes);
+    }
     return;
   }
   if (config_.candidate_window > 0 && ready.size() > config_.candidate_window) ready.resize(config_.candidate_window);
@@ -228,14 +230,15 @@ void Simulator::Admit() {
     Trace("wait", candidates.empty() ? 0 : candidates.front().id, tick.head_reason);
     last_head_reason_ = reason_kind;
   }
-  for (uint64_t id : tick.admitted) {
+  for (size_t k = 0; k < tick.admitted.size(); ++k) {
+    const uint64_t id = tick.admitted[k];
     bool over = std::find(tick.over_budget.begin(), tick.over_budget.end(), id) != tick.over_budget.end();
     result_.over_budget_admissions += over ? 1 : 0;
-    Start(id, over || state_[id].alone);
+    Start(id, over || state_[id].alone, tick.counted[k]);
   }
 }
 
-void Simulator::Start(size_t i, bool alone) {
+void Simulator::Start(size_t i, bool alone, uint64_t counted_peak) {
   state_[i].ready = false;
   ready_.erase({-priority_[i], i});
   Active run;
@@ -244,7 +247,7 @@ void Simulator::Start(size_t i, bool alone) {
   run.view.id = i;
   run.view.class_key = e.class_key;
   run.view.family_key = e.family_key;
-  run.view.predicted_peak = policy_.CountedPeak(CandidateOf(i), Views(), config_.budget);
+  run.view.predicted_peak = counted_peak;  // what admission counted for it
   run.view.started_ms = run.view.last_growth_ms = now_;
   if (e.duration_ms > 0) run.view.expected_end_ms = now_ + e.duration_ms;
   run.view.runs_alone = alone;

@@ -174,6 +174,7 @@ struct AdmissionDecision {
   bool over_budget = false;  // admitted only for forward progress: nothing runs and it does not fit (warn).
   std::string reason;        // "needs ~4.2 GiB, 1.1 GiB left after running jobs", for status and -d explain.
   bool early_start = false;  // admitted before its memory is free (AdmissionConfig::early_starts): mark it early.
+  uint64_t counted_peak = 0; // admitted: what admission counted for it (CountedPeak), the running job's estimate.
 };
 
 class AdmissionPolicy {
@@ -185,16 +186,21 @@ class AdmissionPolicy {
   uint64_t Reserve(uint64_t budget) const;
   // What admission counts for a candidate: its estimate, or for a guess from the command line at most the
   // share of budget - reserve that the prior cap allows (see AdmissionConfig::guarded_prior_cap).
-  uint64_t AdmittedPeak(uint64_t predicted_peak, bool from_prior, uint64_t budget) const;
-  uint64_t AdmittedPeak(const Candidate& candidate, uint64_t budget) const {
-    return AdmittedPeak(candidate.predicted_peak, candidate.from_prior, budget);
+  // `outside` is what the budget holds besides the build's jobs (headroom itself, pip, the rest of a container:
+  // OutsideUsage): the cap is a share of what is left for the jobs, so that two capped guesses fit beside it.
+  uint64_t AdmittedPeak(uint64_t predicted_peak, bool from_prior, uint64_t budget, uint64_t outside = 0) const;
+  uint64_t AdmittedPeak(const Candidate& candidate, uint64_t budget, uint64_t outside = 0) const {
+    return AdmittedPeak(candidate.predicted_peak, candidate.from_prior, budget, outside);
   }
+  // What the budget loses to neither the running jobs nor free memory: budget - their RSS - headroom.
+  uint64_t OutsideUsage(const MemoryReading& reading, std::span<const RunningJob> running) const;
   // What admission counts for a candidate beside `running`, and what it is counted for once it runs: its
   // AdmittedPeak, raised to what running members of its kin already hold (Candidate::kin; the finished members
   // its estimate came from are biased to the short and often lighter ones: flash-attn's forward kernels finish
   // first and weigh 0.6x the backward ones) and, for an unmeasured heavy family, a tenth above what its
   // climbing probe reached.
-  uint64_t CountedPeak(const Candidate& candidate, std::span<const RunningJob> running, uint64_t budget) const;
+  uint64_t CountedPeak(const Candidate& candidate, std::span<const RunningJob> running, uint64_t budget,
+                       uint64_t outside = 0) const;
   // Memory the build can still take now: min(available, budget - sum of running RSS).
   uint64_t Headroom(const MemoryReading& reading, std::span<const RunningJob> running) const;
 
@@ -204,6 +210,7 @@ class AdmissionPolicy {
 
   struct TickResult {
     std::vector<uint64_t> admitted;    // in admission order.
+    std::vector<uint64_t> counted;     // parallel to admitted: AdmissionDecision::counted_peak.
     std::vector<uint64_t> over_budget; // admitted for forward progress although they do not fit.
     std::string head_reason;           // why the first waiting candidate waits ("" when none waits).
   };
@@ -296,7 +303,7 @@ class AdmissionPass {
 
  private:
   void NoteHead(const Candidate& head, const AdmissionDecision& decision);
-  void AddRunning(const Candidate& candidate, bool over_budget);
+  void AddRunning(const Candidate& candidate, bool over_budget, uint64_t counted_peak);
   // Whether an admissible candidate would delay the held head; takes its share of the spare if it may start.
   std::optional<AdmissionDecision> HoldFor(const Candidate& candidate);
   // The held head starts now when it may start early (AdmissionConfig::early_starts).

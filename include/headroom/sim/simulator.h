@@ -113,7 +113,7 @@ class Simulator {
   std::vector<RunningJob> Views() const;
   Candidate CandidateOf(size_t i);
   void Admit();
-  void Start(size_t i, bool alone);
+  void Start(size_t i, bool alone, uint64_t counted_peak);  // counted_peak: AdmissionDecision::counted_peak
   double ProgressRate() const;
   void Advance();
   void KernelOomKills();
