@@ -239,6 +239,12 @@ bool MemoryController::SizedFromOwnRuns(const Edge* edge, const EdgeState& state
   return state.estimate.source == EstimateSource::kEdgeHistory && RequeueFloor(edge) == 0;
 }
 
+bool MemoryController::KeepsALocalCpuBusy(const Edge* edge, const EdgeState& state) const {
+  // A compile sent to a farm (distcc, icecc, sccache-dist) runs on another machine's CPU.
+  const auto& remote = exec_mode_hooks_.starts_remote;
+  return IsComputeBound(state.prior_family) && !(remote && remote(edge));
+}
+
 bool MemoryController::IsGuess(const Edge* edge, const EdgeState& state) const {
   return state.estimate.source == EstimateSource::kPrior && RequeueFloor(edge) == 0;
 }
@@ -258,7 +264,7 @@ Candidate MemoryController::CandidateFor(const Edge* edge, EdgeState& state, int
   candidate.rise = state.estimate.rise;
   candidate.own_history = SizedFromOwnRuns(edge, state);
   candidate.kin = KinScopeOf(state.estimate.source);
-  candidate.compute_bound = IsComputeBound(state.prior_family);
+  candidate.compute_bound = KeepsALocalCpuBusy(edge, state);
   return candidate;
 }
 
@@ -382,7 +388,7 @@ void MemoryController::JobStarted(Edge* edge, JobId id, ProcessRunner* runner) {
   running.job.runs_alone = state.must_run_alone;
   running.job.rise = state.estimate.rise;
   running.job.own_history = SizedFromOwnRuns(edge, state);
-  running.job.compute_bound = IsComputeBound(state.prior_family);
+  running.job.compute_bound = KeepsALocalCpuBusy(edge, state);
   running.job.early = state.early_start;
   if (state.early_start) ++decisions_.early_starts;
   state.early_start = false;

@@ -69,6 +69,33 @@ class ExecModeHistoryTest : public ::testing::Test {
     ASSERT_EQ(BuildResult::kSucceeded, builder.Build(&err)) << err;
   }
 
+  // Two long compiles (3 GiB hints, no duration yet) through distcc at -j2 with one usable CPU: how many ran at once.
+  size_t MostAtOnceOnOneCpu(bool starts_remote) {
+    ManifestParser parser(&state_, &fs_);
+    std::string err;
+    EXPECT_TRUE(parser.ParseTest("rule cxx\n  command = distcc g++ -O2 $flags -c $out\n"
+                                 "build a.o: cxx\n  flags = -DK=1\n  headroom_mem = 3G\n"
+                                 "build b.o: cxx\n  flags = -DK=2\n  headroom_mem = 3G\n"
+                                 "build all: phony a.o b.o\n", &err)) << err;
+    MemoryProbe probe(memory_test::FakeProbeOptions(fake_, &clock_));
+    JobMeter meter(std::unique_ptr<JobCgroups>(), memory_test::FakeMeterOptions(fake_, /*use_cgroups=*/false));
+    Estimator estimator(&history_, {});
+    MemoryConfig memory;
+    memory.cpus = 1;
+    MemoryController controller({&probe, &meter, &estimator, &log_, &status_, &clock_}, memory, false);
+    controller.set_exec_mode_hooks({[starts_remote](const Edge*) { return starts_remote; },
+                                    [starts_remote](const Edge*) { return starts_remote; },
+                                    [](const Edge*) { return 40 * kMiBytes; }});
+    BuildConfig config;
+    config.parallelism = 2;
+    Builder builder(&state_, config, &log_, &deps_log_, &fs_, &status_, &clock_);
+    builder.set_runner(&runner_);
+    builder.set_job_controller(&controller);
+    EXPECT_TRUE(builder.AddTarget("all", &err)) << err;
+    EXPECT_EQ(BuildResult::kSucceeded, builder.Build(&err)) << err;
+    return runner_.max_running;
+  }
+
   std::string ClassKey() const { return JobClassKey("cxx", "distcc g++ -O2 -c a.o"); }
 
   memory_test::FakeRoot fake_;
@@ -100,6 +127,16 @@ TEST_F(ExecModeHistoryTest, AJobThatFellBackIsLearnedUnderTheLocalKey) {
   Build(/*starts_remote=*/true, /*ran_remote=*/false);
   EXPECT_NE(nullptr, history_.FindClass(ClassKey()));
   EXPECT_EQ(nullptr, history_.FindClass(ExecModeKey(ClassKey(), ExecMode::kRemote)));
+}
+
+// Long compiles start only while a CPU is free of them (AdmissionConfig::cpus), but one sent to a compile farm runs
+// on the farm's CPUs: -j set to a farm's size must still start that many remote compiles.
+TEST_F(ExecModeHistoryTest, ARemoteCompileTakesNoLocalCpu) {
+  EXPECT_EQ(2u, MostAtOnceOnOneCpu(/*starts_remote=*/true));
+}
+
+TEST_F(ExecModeHistoryTest, TwoLocalLongCompilesOnOneCpuRunOneAtATime) {
+  EXPECT_EQ(1u, MostAtOnceOnOneCpu(/*starts_remote=*/false));
 }
 
 }  // namespace

@@ -155,6 +155,8 @@ class MemoryController : public JobController {
   // The pass's reading when it is at most kReadingReuseMs old, else a fresh one (admission and slot offers).
   const MemoryReading& RecentReading(int64_t now);
   uint64_t RequeueFloor(const Edge* edge) const;
+  // RunningJob::compute_bound: a compiler, nvcc or linker that runs here, not on a compile farm.
+  bool KeepsALocalCpuBusy(const Edge* edge, const EdgeState& state) const;
   bool IsGuess(const Edge* edge, const EdgeState& state) const;
   // Its estimate is its own completed runs' figure (RunningJob::own_history).
   bool SizedFromOwnRuns(const Edge* edge, const EdgeState& state) const;
