@@ -199,8 +199,7 @@ int UsableCpus() {
   return std::max(processors, 0);
 }
 
-int GuessParallelism() {
-  const int processors = UsableCpus();
+int GuessParallelism(int processors) {
   switch (processors) {
     case 0:
     case 1:
@@ -262,8 +261,8 @@ void PrintUsage(const BuildConfig& config) {
 }
 
 std::optional<int> ReadFlags(int argc, char** argv, Options* options, BuildConfig* config) {
-  config->parallelism = GuessParallelism();
-  config->memory.cpus = UsableCpus();
+  config->memory.cpus = UsableCpus();  // read once: the affinity mask and the cgroup's CPU quota
+  config->parallelism = GuessParallelism(config->memory.cpus);
   // getopt prints its own errors prefixed with argv[0]; ninja's users see "ninja: ...".
   char program_name[] = "ninja";
   argv[0] = program_name;

@@ -501,7 +501,9 @@ TEST(AdmissionTest, ACandidateSizedFromItsKinNeedsWhatARunningMemberAlreadyHolds
   EXPECT_EQ(policy.CountedPeak(fwd, running, 256 * kGiB), 6 * kGiB);
   // What admission counts for it is what it owes once admitted in the same pass.
   AdmissionPass pass(policy, Reading(256 * kGiB, 250 * kGiB), running, 0);
-  ASSERT_TRUE(pass.Consider(fwd).admit);
+  const AdmissionDecision first = pass.Consider(fwd);
+  ASSERT_TRUE(first.admit);
+  EXPECT_EQ(first.counted_peak, 6 * kGiB);  // the running job's estimate once it starts
   EXPECT_NE(pass.Consider(fwd).reason.find("needs ~6.0 GiB"), std::string::npos);
   EXPECT_EQ(KinScopeOf(EstimateSource::kClassHistory), KinScope::kClass);
   EXPECT_EQ(KinScopeOf(EstimateSource::kFamilyHistory), KinScope::kFamily);

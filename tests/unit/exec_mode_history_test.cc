@@ -46,22 +46,23 @@ class ExecModeHistoryTest : public ::testing::Test {
     fake_.WriteQuietMachine(total);
   }
 
-  // Builds two compiles through distcc; `remote` says whether each starts and ends on the farm.
-  void Build(bool starts_remote, bool ran_remote) {
+  // Builds `manifest`'s target `all` through a MemoryController whose exec-mode hooks say each job starts
+  // (`starts_remote`) and ends (`ran_remote`) on the farm.
+  void BuildThrough(const std::string& manifest, bool starts_remote, bool ran_remote, const MemoryConfig& memory,
+                    int parallelism) {
     ManifestParser parser(&state_, &fs_);
     std::string err;
-    ASSERT_TRUE(parser.ParseTest("rule cxx\n  command = distcc g++ -O2 -c $out\n"
-                                 "build a.o: cxx\nbuild b.o: cxx\nbuild all: phony a.o b.o\n", &err)) << err;
+    ASSERT_TRUE(parser.ParseTest(manifest, &err)) << err;
     MemoryProbe probe(memory_test::FakeProbeOptions(fake_, &clock_));
     JobMeter meter(std::unique_ptr<JobCgroups>(), memory_test::FakeMeterOptions(fake_, /*use_cgroups=*/false));
     Estimator estimator(&history_, {});
-    MemoryController controller({&probe, &meter, &estimator, &log_, &status_, &clock_}, MemoryConfig{}, false);
+    MemoryController controller({&probe, &meter, &estimator, &log_, &status_, &clock_}, memory, false);
     controller.set_timeline(&timeline_);
     controller.set_exec_mode_hooks({[starts_remote](const Edge*) { return starts_remote; },
                                     [ran_remote](const Edge*) { return ran_remote; },
                                     [](const Edge*) { return 40 * kMiBytes; }});
     BuildConfig config;
-    config.parallelism = 1;  // b.o is estimated after a.o taught its class
+    config.parallelism = parallelism;
     Builder builder(&state_, config, &log_, &deps_log_, &fs_, &status_, &clock_);
     builder.set_runner(&runner_);
     builder.set_job_controller(&controller);
@@ -69,30 +70,23 @@ class ExecModeHistoryTest : public ::testing::Test {
     ASSERT_EQ(BuildResult::kSucceeded, builder.Build(&err)) << err;
   }
 
+  // Builds two compiles through distcc; `remote` says whether each starts and ends on the farm.
+  void Build(bool starts_remote, bool ran_remote) {
+    // -j1: b.o is estimated after a.o taught its class.
+    BuildThrough("rule cxx\n  command = distcc g++ -O2 -c $out\n"
+                 "build a.o: cxx\nbuild b.o: cxx\nbuild all: phony a.o b.o\n",
+                 starts_remote, ran_remote, MemoryConfig{}, 1);
+  }
+
   // Two long compiles (3 GiB hints, no duration yet) through distcc at -j2 with one usable CPU: how many ran at once.
   size_t MostAtOnceOnOneCpu(bool starts_remote) {
-    ManifestParser parser(&state_, &fs_);
-    std::string err;
-    EXPECT_TRUE(parser.ParseTest("rule cxx\n  command = distcc g++ -O2 $flags -c $out\n"
-                                 "build a.o: cxx\n  flags = -DK=1\n  headroom_mem = 3G\n"
-                                 "build b.o: cxx\n  flags = -DK=2\n  headroom_mem = 3G\n"
-                                 "build all: phony a.o b.o\n", &err)) << err;
-    MemoryProbe probe(memory_test::FakeProbeOptions(fake_, &clock_));
-    JobMeter meter(std::unique_ptr<JobCgroups>(), memory_test::FakeMeterOptions(fake_, /*use_cgroups=*/false));
-    Estimator estimator(&history_, {});
     MemoryConfig memory;
     memory.cpus = 1;
-    MemoryController controller({&probe, &meter, &estimator, &log_, &status_, &clock_}, memory, false);
-    controller.set_exec_mode_hooks({[starts_remote](const Edge*) { return starts_remote; },
-                                    [starts_remote](const Edge*) { return starts_remote; },
-                                    [](const Edge*) { return 40 * kMiBytes; }});
-    BuildConfig config;
-    config.parallelism = 2;
-    Builder builder(&state_, config, &log_, &deps_log_, &fs_, &status_, &clock_);
-    builder.set_runner(&runner_);
-    builder.set_job_controller(&controller);
-    EXPECT_TRUE(builder.AddTarget("all", &err)) << err;
-    EXPECT_EQ(BuildResult::kSucceeded, builder.Build(&err)) << err;
+    BuildThrough("rule cxx\n  command = distcc g++ -O2 $flags -c $out\n"
+                 "build a.o: cxx\n  flags = -DK=1\n  headroom_mem = 3G\n"
+                 "build b.o: cxx\n  flags = -DK=2\n  headroom_mem = 3G\n"
+                 "build all: phony a.o b.o\n",
+                 starts_remote, starts_remote, memory, 2);
     return runner_.max_running;
   }
 

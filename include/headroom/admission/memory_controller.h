@@ -109,8 +109,8 @@ class MemoryController : public JobController {
     bool has_hint = false;             // $headroom_mem is set (read from the edge when predicting)
     bool must_run_alone = false;
     bool explained_wait = false;
-    bool explained_cpu_wait = false;
-    uint64_t counted_peak = 0;         // the admission decision's counted_peak, for JobStarted   // -d explain said once that it waits for a CPU (AdmissionConfig::cpus)
+    bool explained_cpu_wait = false;   // -d explain said once that it waits for a CPU (AdmissionConfig::cpus)
+    uint64_t counted_peak = 0;         // the admission decision's counted_peak, for JobStarted
     bool early_start = false;          // admitted early (AdmissionDecision::early_start); read when it starts
     // The estimate comes from the edge's own runs, which change only when it runs: later finished jobs
     // cannot change it, so a waiting edge is not re-predicted after each of them.

@@ -29,7 +29,8 @@ std::optional<int> ReadFlags(int argc, char** argv, Options* options, BuildConfi
 // ninja's default -j: CPUs + 2 (2 for one CPU, 3 for two), CPUs from affinity and cgroup quota.
 // The CPUs this process may use: its affinity mask, capped by a cgroup CPU quota.
 int UsableCpus();
-int GuessParallelism();
+// ninja's default -j for that many CPUs.
+int GuessParallelism(int processors);
 
 // Usage text printed by -h.
 void PrintUsage(const BuildConfig& config);
