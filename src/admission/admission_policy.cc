@@ -120,14 +120,38 @@ uint64_t AdmissionPolicy::Headroom(const MemoryReading& reading, std::span<const
   return std::min(reading.available_bytes, SaturatingSub(Budget(reading), build_rss));
 }
 
-bool AdmissionPolicy::IsLongCompute(bool compute_bound, int64_t duration_ms, uint64_t peak) const {
+bool AdmissionPolicy::IsLongCompute(bool compute_bound, int64_t duration_ms, uint64_t estimate) const {
   if (!compute_bound) return false;
-  return duration_ms > 0 ? duration_ms >= config_.long_job_ms : peak >= config_.heavy_threshold;
+  return duration_ms > 0 ? duration_ms >= config_.long_job_ms : estimate >= config_.heavy_threshold;
 }
 
-bool AdmissionPolicy::IsLongCompute(const RunningJob& job) const {
-  const int64_t duration = job.expected_end_ms >= 0 ? job.expected_end_ms - job.started_ms : 0;
-  return IsLongCompute(job.compute_bound, duration, job.predicted_peak);
+bool AdmissionPolicy::IsLongCompute(const RunningJob& job, int64_t now_ms) const {
+  if (!job.compute_bound) return false;
+  if (job.expected_end_ms >= 0) return job.expected_end_ms - job.started_ms >= config_.long_job_ms;
+  // With no duration yet: heavy when it started (a settled probe's lowered estimate says nothing of its
+  // length), or already running long_job_ms.
+  return job.heavy || now_ms - job.started_ms >= config_.long_job_ms;
+}
+
+std::string AdmissionPolicy::CpuWait(std::span<const RunningJob> running, const Candidate& candidate,
+                                     int64_t now_ms) const {
+  if (config_.cpus <= 0 || !candidate.compute_bound) return "";
+  // Frozen and parked jobs use no CPU.
+  auto busy_with = [&](auto&& also) {
+    return static_cast<int>(std::count_if(running.begin(), running.end(), [&](const RunningJob& job) {
+      return !job.frozen && IsLongCompute(job, now_ms) && also(job);
+    }));
+  };
+  if (IsLongCompute(candidate.compute_bound, candidate.expected_ms, candidate.predicted_peak)) {
+    const int busy = busy_with([](const RunningJob&) { return true; });
+    if (busy < config_.cpus) return "";
+    return fmt::format("{} long compile(s) already keep the {} CPU(s) busy", busy, config_.cpus);
+  }
+  if (!config_.short_compiles_fill_idle_cpus) return "";
+  const int busy = busy_with([&](const RunningJob& job) { return job.priority >= candidate.priority; });
+  if (busy < config_.cpus) return "";
+  return fmt::format("{} long compile(s) keep the {} CPU(s) busy; a short one fills a CPU when one frees", busy,
+                     config_.cpus);
 }
 
 bool AdmissionPolicy::HasPlateaued(const RunningJob& job, int64_t now_ms) const {
@@ -288,15 +312,8 @@ AdmissionDecision AdmissionPolicy::Decide(const MemoryReading& reading, std::spa
     return Wait(WaitKind::kPressure,
                 fmt::format("only {} available, below the reserve {}", FormatBytes(headroom), FormatBytes(reserve)));
   }
-  if (config_.cpus > 0 && IsLongCompute(candidate.compute_bound, candidate.expected_ms, peak)) {
-    // Frozen and parked jobs use no CPU.
-    const int busy = static_cast<int>(std::count_if(running.begin(), running.end(), [&](const RunningJob& job) {
-      return !job.frozen && IsLongCompute(job);
-    }));
-    if (busy >= config_.cpus) {
-      return Wait(WaitKind::kCpu, fmt::format("{} long compile(s) already keep the {} CPU(s) busy", busy, config_.cpus));
-    }
-  }
+  std::string cpu_wait = CpuWait(running, candidate, now_ms);
+  if (!cpu_wait.empty()) return Wait(WaitKind::kCpu, std::move(cpu_wait));
   std::string stagger = StaggerWait(running, candidate, peak, SaturatingSub(headroom, owed + peak + reserve), now_ms);
   if (!stagger.empty()) {
     return Wait(candidate.unknown_heavy ? WaitKind::kProbe : WaitKind::kStagger, std::move(stagger));
@@ -470,6 +487,7 @@ void AdmissionPass::AddRunning(const Candidate& candidate, bool over_budget, uin
   job.rise = candidate.rise;
   job.own_history = candidate.own_history;
   job.compute_bound = candidate.compute_bound;
+  job.priority = candidate.priority;
   running_.push_back(std::move(job));
 }
 

@@ -265,6 +265,7 @@ Candidate MemoryController::CandidateFor(const Edge* edge, EdgeState& state, int
   candidate.own_history = SizedFromOwnRuns(edge, state);
   candidate.kin = KinScopeOf(state.estimate.source);
   candidate.compute_bound = KeepsALocalCpuBusy(edge, state);
+  candidate.priority = static_cast<double>(edge->critical_path_weight);
   return candidate;
 }
 
@@ -389,6 +390,7 @@ void MemoryController::JobStarted(Edge* edge, JobId id, ProcessRunner* runner) {
   running.job.rise = state.estimate.rise;
   running.job.own_history = SizedFromOwnRuns(edge, state);
   running.job.compute_bound = KeepsALocalCpuBusy(edge, state);
+  running.job.priority = static_cast<double>(edge->critical_path_weight);
   running.job.early = state.early_start;
   if (state.early_start) ++decisions_.early_starts;
   state.early_start = false;

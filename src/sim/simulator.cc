@@ -206,6 +206,7 @@ Candidate Simulator::CandidateOf(size_t i) {
   c.own_history = SizedFromOwnRuns(i);
   c.kin = KinScopeOf(e.source);
   c.compute_bound = IsComputeBound(state_[i].profile->prior.family);
+  c.priority = priority_[i];
   return c;
 }
 
@@ -255,6 +256,7 @@ void Simulator::Start(size_t i, bool alone, uint64_t counted_peak) {
   run.view.rise = e.rise;
   run.view.own_history = SizedFromOwnRuns(i);
   run.view.compute_bound = IsComputeBound(state_[i].profile->prior.family);
+  run.view.priority = priority_[i];
   running_.push_back(run);  // running_ stays oldest first.
   result_.started_ms[i] = now_;
   Trace("start", i, e.why + " = " + FormatBytes(e.peak_bytes));

@@ -528,7 +528,8 @@ TEST(AdmissionTest, AJobPastItsEstimateSettlesOnlyAfterALongPlateau) {
 // On 2 CPUs at -j8 a third long compile only slows the other two, and whichever of the three comes last then runs
 // alone at the end: long compute-bound jobs start only while a CPU is free of them; short and unknown ones fill -j.
 TEST(AdmissionTest, LongCompilesStartOnlyWhileACpuIsFreeOfThem) {
-  AdmissionPolicy policy({.cpus = 2});
+  // Short compiles are not held here (ShortCompilesWaitForACpuLongOnesAtLeastAsUrgentKeepBusy).
+  AdmissionPolicy policy({.cpus = 2, .short_compiles_fill_idle_cpus = false});
   auto compile = [](uint64_t id) {
     RunningJob job = Running(id, 1 * kGiB, 1 * kGiB, 0, "nvcc");
     job.compute_bound = true;
@@ -561,6 +562,56 @@ TEST(AdmissionTest, LongCompilesStartOnlyWhileACpuIsFreeOfThem) {
   EXPECT_TRUE(policy.Decide(plenty, running, next, 1'000).admit);
   running[1].frozen = running[1].parked = false;
   EXPECT_TRUE(AdmissionPolicy().Decide(plenty, running, next, 1'000).admit);
+}
+
+TEST(AdmissionTest, ShortCompilesWaitForACpuLongOnesAtLeastAsUrgentKeepBusy) {
+  AdmissionPolicy policy({.cpus = 2});
+  auto compile = [](uint64_t id, double priority) {
+    RunningJob job = Running(id, 1 * kGiB, 1 * kGiB, 0, "nvcc");
+    job.compute_bound = true;
+    job.expected_end_ms = 60'000;
+    job.priority = priority;
+    return job;
+  };
+  std::vector<RunningJob> running = {compile(1, 2), compile(2, 2)};
+  Candidate quick = Cand(3, 512 * kMiB, "g++");
+  quick.compute_bound = true;
+  quick.expected_ms = 3'000;
+  quick.priority = 2;
+  const MemoryReading plenty = Reading(64 * kGiB, 60 * kGiB);
+  AdmissionDecision wait = policy.Decide(plenty, running, quick, 1'000);
+  EXPECT_EQ(wait.wait, WaitKind::kCpu);
+  EXPECT_EQ(wait.reason, "2 long compile(s) keep the 2 CPU(s) busy; a short one fills a CPU when one frees");
+  // Cold, with no duration: a light compile counts as short and waits the same.
+  Candidate cold = quick;
+  cold.expected_ms = 0;
+  EXPECT_EQ(policy.Decide(plenty, running, cold, 1'000).wait, WaitKind::kCpu);
+  // A chain after it makes it more urgent than one of them: it starts.
+  Candidate urgent = quick;
+  urgent.priority = 3;
+  running[1].priority = 4;
+  EXPECT_TRUE(policy.Decide(plenty, running, urgent, 1'000).admit);
+  running[1].priority = 2;
+  EXPECT_TRUE(policy.Decide(plenty, running, urgent, 1'000).admit);
+  // A CPU left by a short compile, a parked long one or a tool that is not a compiler: it starts.
+  running[1].expected_end_ms = 5'000;
+  EXPECT_TRUE(policy.Decide(plenty, running, quick, 1'000).admit);
+  running[1].expected_end_ms = 60'000;
+  running[1].frozen = running[1].parked = true;
+  EXPECT_TRUE(policy.Decide(plenty, running, quick, 1'000).admit);
+  running[1].frozen = running[1].parked = false;
+  Candidate script = quick;
+  script.compute_bound = false;
+  EXPECT_TRUE(policy.Decide(plenty, running, script, 1'000).admit);
+  // Cold, with no duration: a compile counts as long while it was heavy when it started (a probe's estimate
+  // lowered once it settled says nothing of its length) or once it has run long_job_ms.
+  running[1].expected_end_ms = -1;
+  running[1].heavy = true;
+  running[1].predicted_peak = 1 * kGiB;
+  EXPECT_EQ(policy.Decide(plenty, running, quick, 1'000).wait, WaitKind::kCpu);
+  running[1].heavy = false;
+  EXPECT_TRUE(policy.Decide(plenty, running, quick, 1'000).admit);
+  EXPECT_EQ(policy.Decide(plenty, running, quick, 10'000).wait, WaitKind::kCpu);
 }
 
 TEST(AdmissionTest, PlanTickCountsEachAdmissionBeforeTheNext) {

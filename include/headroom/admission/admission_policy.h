@@ -46,6 +46,7 @@ struct RunningJob {
   RiseCurve rise;               // how its memory rose in earlier runs (unknown: it may hold its peak at once).
   bool own_history = false;     // sized from this edge's own completed runs (not its class's, a prior or a hint).
   bool compute_bound = false;   // a compiler, nvcc or linker: it keeps a CPU busy (AdmissionConfig::cpus).
+  double priority = 0;          // its critical-path weight when it started (Candidate::priority).
 
   // What it may still allocate: its estimate minus what it already holds.
   uint64_t Owes() const { return predicted_peak > rss ? predicted_peak - rss : 0; }
@@ -76,6 +77,7 @@ struct Candidate {
   bool own_history = false;     // the estimate comes from this edge's own completed runs.
   KinScope kin = KinScope::kNone;  // whose running members' memory bounds its estimate (KinScopeOf).
   bool compute_bound = false;   // a compiler, nvcc or linker (IsComputeBound).
+  double priority = 0;          // critical-path weight, as the ready queue orders it: higher runs first.
 };
 
 // The default --mem-reserve: max(fraction x budget, min(floor, floor cap x budget)). The floor keeps small
@@ -139,6 +141,11 @@ struct AdmissionConfig {
   // and jobs of unknown tools still fill the -j slots.
   int cpus = 0;
   int64_t long_job_ms = 10'000;
+  // While long compiles at least as urgent (Candidate::priority) keep every CPU busy, a short compute-bound job
+  // waits for a CPU to free: started beside them it only shares their CPUs, ends early and leaves the longest
+  // compile to run alone at the end, where it could have filled the idle CPU (ninja -jN with N = CPUs gets this
+  // by its order). More urgent short jobs (a chain after them) still start.
+  bool short_compiles_fill_idle_cpus = true;
   bool hold_for_exclusive_head = true; // keep memory for an exclusive head from jobs that would delay it (HeadHold).
   // Early starts of an exclusive head: a measured head whose memory is predicted free (HeadHold::start_ms)
   // within early_start_lead x its own predicted duration starts now; its memory grows while the jobs before
@@ -245,8 +252,11 @@ class AdmissionPolicy {
   // rise bets are off.
   int64_t BetHorizon(const Candidate& candidate, int64_t now_ms) const;
   // A compute-bound job predicted to run at least long_job_ms, or with no duration yet and a heavy estimate.
-  bool IsLongCompute(bool compute_bound, int64_t duration_ms, uint64_t peak) const;
-  bool IsLongCompute(const RunningJob& job) const;
+  bool IsLongCompute(bool compute_bound, int64_t duration_ms, uint64_t estimate) const;
+  // A running one also once it has run long_job_ms.
+  bool IsLongCompute(const RunningJob& job, int64_t now_ms) const;
+  // Why a compute-bound candidate must wait for a CPU (AdmissionConfig::cpus), or "" when it may start.
+  std::string CpuWait(std::span<const RunningJob> running, const Candidate& candidate, int64_t now_ms) const;
   // Its RSS has not grown noticeably for plateau_ms.
   bool HasPlateaued(const RunningJob& job, int64_t now_ms) const;
   // Past its peak: reached peak_passed_fraction of its estimate, or plateaued.
