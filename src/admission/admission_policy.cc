@@ -148,10 +148,18 @@ std::string AdmissionPolicy::CpuWait(std::span<const RunningJob> running, const 
     return fmt::format("{} long compile(s) already keep the {} CPU(s) busy", busy, config_.cpus);
   }
   if (!config_.short_compiles_fill_idle_cpus) return "";
-  const int busy = busy_with([&](const RunningJob& job) { return job.priority >= candidate.priority; });
-  if (busy < config_.cpus) return "";
-  return fmt::format("{} long compile(s) keep the {} CPU(s) busy; a short one fills a CPU when one frees", busy,
-                     config_.cpus);
+  // Beside a long compile at least as urgent, short ones take only the CPUs it and other compiles leave idle:
+  // more would slow it, and the longest compile is what the build's end waits for.
+  // Less urgent compiles do not hold it back: it shares their CPUs.
+  const int urgent = busy_with([&](const RunningJob& job) { return job.priority >= candidate.priority; });
+  if (urgent == 0) return "";
+  const int compiles = static_cast<int>(std::count_if(running.begin(), running.end(), [&](const RunningJob& job) {
+    return !job.frozen && job.compute_bound && job.priority >= candidate.priority;
+  }));
+  if (compiles < config_.cpus) return "";
+  return fmt::format("{} compile(s) keep the {} CPU(s) busy beside {} long one(s); a short one fills a CPU when one "
+                     "frees",
+                     compiles, config_.cpus, urgent);
 }
 
 bool AdmissionPolicy::HasPlateaued(const RunningJob& job, int64_t now_ms) const {

@@ -581,21 +581,25 @@ TEST(AdmissionTest, ShortCompilesWaitForACpuLongOnesAtLeastAsUrgentKeepBusy) {
   const MemoryReading plenty = Reading(64 * kGiB, 60 * kGiB);
   AdmissionDecision wait = policy.Decide(plenty, running, quick, 1'000);
   EXPECT_EQ(wait.wait, WaitKind::kCpu);
-  EXPECT_EQ(wait.reason, "2 long compile(s) keep the 2 CPU(s) busy; a short one fills a CPU when one frees");
+  EXPECT_EQ(wait.reason, "2 compile(s) keep the 2 CPU(s) busy beside 2 long one(s); a short one fills a CPU when one frees");
   // Cold, with no duration: a light compile counts as short and waits the same.
   Candidate cold = quick;
   cold.expected_ms = 0;
   EXPECT_EQ(policy.Decide(plenty, running, cold, 1'000).wait, WaitKind::kCpu);
-  // A chain after it makes it more urgent than one of them: it starts.
+  // A chain after it makes it more urgent than one of them: it starts, sharing that one's CPU.
   Candidate urgent = quick;
   urgent.priority = 3;
   running[1].priority = 4;
   EXPECT_TRUE(policy.Decide(plenty, running, urgent, 1'000).admit);
   running[1].priority = 2;
   EXPECT_TRUE(policy.Decide(plenty, running, urgent, 1'000).admit);
-  // A CPU left by a short compile, a parked long one or a tool that is not a compiler: it starts.
+  // Beside a long compile, only a CPU no compile keeps busy takes one: a short compile holds the other CPU ...
   running[1].expected_end_ms = 5'000;
+  EXPECT_EQ(policy.Decide(plenty, running, quick, 1'000).wait, WaitKind::kCpu);
+  // ... a parked compile or a tool that is not a compiler does not.
+  running[1].compute_bound = false;
   EXPECT_TRUE(policy.Decide(plenty, running, quick, 1'000).admit);
+  running[1].compute_bound = true;
   running[1].expected_end_ms = 60'000;
   running[1].frozen = running[1].parked = true;
   EXPECT_TRUE(policy.Decide(plenty, running, quick, 1'000).admit);
@@ -603,15 +607,21 @@ TEST(AdmissionTest, ShortCompilesWaitForACpuLongOnesAtLeastAsUrgentKeepBusy) {
   Candidate script = quick;
   script.compute_bound = false;
   EXPECT_TRUE(policy.Decide(plenty, running, script, 1'000).admit);
-  // Cold, with no duration: a compile counts as long while it was heavy when it started (a probe's estimate
-  // lowered once it settled says nothing of its length) or once it has run long_job_ms.
-  running[1].expected_end_ms = -1;
-  running[1].heavy = true;
-  running[1].predicted_peak = 1 * kGiB;
-  EXPECT_EQ(policy.Decide(plenty, running, quick, 1'000).wait, WaitKind::kCpu);
-  running[1].heavy = false;
+  // With no long compile running, short ones fill -j as ninja's would.
+  for (RunningJob& job : running) job.expected_end_ms = 5'000;
   EXPECT_TRUE(policy.Decide(plenty, running, quick, 1'000).admit);
-  EXPECT_EQ(policy.Decide(plenty, running, quick, 10'000).wait, WaitKind::kCpu);
+  for (RunningJob& job : running) job.expected_end_ms = 60'000;
+  // Cold, with no duration: a compile counts as long while it was heavy when it started (a probe's estimate
+  // lowered once it settled says nothing of its length) or once it has run long_job_ms. One CPU, one compile.
+  AdmissionPolicy one_cpu({.cpus = 1});
+  std::vector<RunningJob> probe = {running[1]};
+  probe[0].expected_end_ms = -1;
+  probe[0].heavy = true;
+  probe[0].predicted_peak = 1 * kGiB;
+  EXPECT_EQ(one_cpu.Decide(plenty, probe, quick, 1'000).wait, WaitKind::kCpu);
+  probe[0].heavy = false;
+  EXPECT_TRUE(one_cpu.Decide(plenty, probe, quick, 1'000).admit);
+  EXPECT_EQ(one_cpu.Decide(plenty, probe, quick, 10'000).wait, WaitKind::kCpu);
 }
 
 TEST(AdmissionTest, PlanTickCountsEachAdmissionBeforeTheNext) {

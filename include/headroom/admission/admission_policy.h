@@ -141,10 +141,10 @@ struct AdmissionConfig {
   // and jobs of unknown tools still fill the -j slots.
   int cpus = 0;
   int64_t long_job_ms = 10'000;
-  // While long compiles at least as urgent (Candidate::priority) keep every CPU busy, a short compute-bound job
-  // waits for a CPU to free: started beside them it only shares their CPUs, ends early and leaves the longest
-  // compile to run alone at the end, where it could have filled the idle CPU (ninja -jN with N = CPUs gets this
-  // by its order). More urgent short jobs (a chain after them) still start.
+  // While a long compile at least as urgent (Candidate::priority) runs, a short compute-bound job starts only on
+  // a CPU no compile keeps busy: started beside them it only shares their CPUs, ends early and leaves the longest
+  // compile to run alone, and slower, at the end, where it could have filled the idle CPU (ninja -jN with N =
+  // CPUs gets this by its order). More urgent short jobs (a chain after them) still start.
   bool short_compiles_fill_idle_cpus = true;
   bool hold_for_exclusive_head = true; // keep memory for an exclusive head from jobs that would delay it (HeadHold).
   // Early starts of an exclusive head: a measured head whose memory is predicted free (HeadHold::start_ms)
