@@ -165,3 +165,36 @@ def test_long_compiles_start_one_per_cpu_while_short_jobs_fill_j(headroom):
     assert "ninja explain: waiting for a CPU: " in r.stderr, r.stderr
     assert "1 long compile(s) already keep the 1 CPU(s) busy" in r.stderr, r.stderr
     assert "waited for memory" not in r.stdout + r.stderr
+
+
+def test_short_compiles_take_only_cpus_no_compile_keeps_busy_beside_a_long_one(headroom):
+    """ninja at -j4 on one CPU starts a long compile and two short ones at once. headroom starts a short compile
+    beside a long one only on a CPU that no compile keeps busy: beside it the short ones only slowed the long one,
+    which the build's end waits for (docs/scheduling.md, "Short compiles fill idle CPUs"). A job that is not a
+    compiler still runs beside it."""
+    ws = headroom
+    ws.script("bin/g++", 'echo "start $4 $(date +%s%N)" >> spans.log\n'
+                         'if [ "$4" = long.o ]; then while [ ! -e quick.done ]; do sleep 0.05; done; fi\n'
+                         'echo "end $4 $(date +%s%N)" >> spans.log\ntouch "$4"\n')
+    ws.write("build.ninja",
+             "rule cc\n  command = ./bin/g++ -c $in -o $out\n"
+             "rule quick\n  command = touch quick.done $out\n"
+             "build long.o: cc long.cc\n  headroom_mem = 2G\n"
+             + "".join("build %s.o: cc %s.cc\n  headroom_mem = 64M\n" % (n, n) for n in ("s1", "s2"))
+             + "build q: quick\n")
+    for source in ("long.cc", "s1.cc", "s2.cc"):
+        ws.write(source, "")
+    cpu = min(os.sched_getaffinity(0))
+    r = subprocess.run([ws.bins["sut"], "-j4", "-d", "explain"], cwd=ws.root, env=ws.env(), capture_output=True,
+                       text=True, timeout=60, preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
+    assert r.returncode == 0, r.stdout + r.stderr
+    spans = {}
+    for line in ws.read("spans.log").splitlines():
+        what, out, ns = line.split()
+        spans.setdefault(out, {})[what] = int(ns)
+    assert sorted(spans) == ["long.o", "s1.o", "s2.o"]
+    # The long compile ends only once the quick job (no compiler: not held) ran beside it; the short ones wait.
+    assert spans["long.o"]["end"] <= spans["s1.o"]["start"], spans
+    assert spans["long.o"]["end"] <= spans["s2.o"]["start"], spans
+    assert "1 compile(s) keep the 1 CPU(s) busy beside 1 long one(s); a short one fills a CPU when one frees" \
+        in r.stderr, r.stderr
