@@ -149,8 +149,8 @@ std::string AdmissionPolicy::CpuWait(std::span<const RunningJob> running, const 
   }
   if (!config_.short_compiles_fill_idle_cpus) return "";
   // Beside a long compile at least as urgent, short ones take only the CPUs it and other compiles leave idle:
-  // more would slow it, and the longest compile is what the build's end waits for.
-  // Less urgent compiles do not hold it back: it shares their CPUs.
+  // more would slow it, and the longest compile is what the build's end waits for. Less urgent compiles, long
+  // or short, do not hold it back: it shares their CPUs.
   const int urgent = busy_with([&](const RunningJob& job) { return job.priority >= candidate.priority; });
   if (urgent == 0) return "";
   const int compiles = static_cast<int>(std::count_if(running.begin(), running.end(), [&](const RunningJob& job) {
