@@ -133,22 +133,21 @@ def test_corrupt_deps_record_is_cut_off_once(headroom):
     assert r.stdout == "ninja: no work to do.\n" and r.stderr == ""
 
 
-def test_long_compiles_start_one_per_cpu_while_short_jobs_fill_j(headroom):
-    """ninja at -j4 on one CPU starts three compiles at once. headroom starts a long compute-bound job (a compiler,
-    nvcc or linker predicted to run 10 s or more, or, before any run of it, estimated heavy) only while fewer of
-    them run than the CPUs it may use: on 2 CPUs a third nvcc compile only slowed the other two, and whichever came
-    last then ran alone at the end (docs/scheduling.md, "Long compiles and the CPUs"). Other jobs still fill -j."""
-    ws = headroom
+def build_compiles_on_one_cpu(ws, waiting, compiles):
+    """Builds `compiles` ({output: headroom_mem}) and a quick job that is no compiler, at -j4 pinned to one CPU.
+    Each compile logs when it starts and ends; those named in `waiting` end only once the quick job has run.
+    Returns the run and {output: {"start": ns, "end": ns}}."""
     ws.script("bin/g++", 'echo "start $4 $(date +%s%N)" >> spans.log\n'
-                         'while [ ! -e quick.done ]; do sleep 0.05; done\n'
+                         'case " ' + " ".join(waiting) + ' " in\n'
+                         '  *" $4 "*) while [ ! -e quick.done ]; do sleep 0.05; done;;\nesac\n'
                          'echo "end $4 $(date +%s%N)" >> spans.log\ntouch "$4"\n')
     ws.write("build.ninja",
              "rule cc\n  command = ./bin/g++ -c $in -o $out\n"
              "rule quick\n  command = touch quick.done $out\n"
-             + "".join("build %s.o: cc %s.cc\n  headroom_mem = 2G\n" % (n, n) for n in "abc")
+             + "".join("build %s: cc %s.cc\n  headroom_mem = %s\n" % (out, out[:-2], mem) for out, mem in compiles.items())
              + "build q: quick\n")
-    for source in ("a.cc", "b.cc", "c.cc"):
-        ws.write(source, "")
+    for out in compiles:
+        ws.write(out[:-2] + ".cc", "")
     cpu = min(os.sched_getaffinity(0))
     r = subprocess.run([ws.bins["sut"], "-j4", "-d", "explain"], cwd=ws.root, env=ws.env(), capture_output=True,
                        text=True, timeout=60, preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
@@ -157,7 +156,16 @@ def test_long_compiles_start_one_per_cpu_while_short_jobs_fill_j(headroom):
     for line in ws.read("spans.log").splitlines():
         what, out, ns = line.split()
         spans.setdefault(out, {})[what] = int(ns)
-    assert sorted(spans) == ["a.o", "b.o", "c.o"]
+    assert sorted(spans) == sorted(compiles)
+    return r, spans
+
+
+def test_long_compiles_start_one_per_cpu_while_short_jobs_fill_j(headroom):
+    """ninja at -j4 on one CPU starts three compiles at once. headroom starts a long compute-bound job (a compiler,
+    nvcc or linker predicted to run 10 s or more, or, before any run of it, estimated heavy) only while fewer of
+    them run than the CPUs it may use: on 2 CPUs a third nvcc compile only slowed the other two, and whichever came
+    last then ran alone at the end (docs/scheduling.md, "Long compiles and the CPUs"). Other jobs still fill -j."""
+    r, spans = build_compiles_on_one_cpu(headroom, ["a.o", "b.o", "c.o"], {"a.o": "2G", "b.o": "2G", "c.o": "2G"})
     # The first compile holds until the quick job ran beside it; the others start only once it ended. (Its run then
     # tells the class that these compiles are short, and short ones are not held back.)
     first = min(spans.values(), key=lambda s: s["start"])
@@ -172,27 +180,7 @@ def test_short_compiles_take_only_cpus_no_compile_keeps_busy_beside_a_long_one(h
     beside a long one only on a CPU that no compile keeps busy: beside it the short ones only slowed the long one,
     which the build's end waits for (docs/scheduling.md, "Short compiles fill idle CPUs"). A job that is not a
     compiler still runs beside it."""
-    ws = headroom
-    ws.script("bin/g++", 'echo "start $4 $(date +%s%N)" >> spans.log\n'
-                         'if [ "$4" = long.o ]; then while [ ! -e quick.done ]; do sleep 0.05; done; fi\n'
-                         'echo "end $4 $(date +%s%N)" >> spans.log\ntouch "$4"\n')
-    ws.write("build.ninja",
-             "rule cc\n  command = ./bin/g++ -c $in -o $out\n"
-             "rule quick\n  command = touch quick.done $out\n"
-             "build long.o: cc long.cc\n  headroom_mem = 2G\n"
-             + "".join("build %s.o: cc %s.cc\n  headroom_mem = 64M\n" % (n, n) for n in ("s1", "s2"))
-             + "build q: quick\n")
-    for source in ("long.cc", "s1.cc", "s2.cc"):
-        ws.write(source, "")
-    cpu = min(os.sched_getaffinity(0))
-    r = subprocess.run([ws.bins["sut"], "-j4", "-d", "explain"], cwd=ws.root, env=ws.env(), capture_output=True,
-                       text=True, timeout=60, preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
-    assert r.returncode == 0, r.stdout + r.stderr
-    spans = {}
-    for line in ws.read("spans.log").splitlines():
-        what, out, ns = line.split()
-        spans.setdefault(out, {})[what] = int(ns)
-    assert sorted(spans) == ["long.o", "s1.o", "s2.o"]
+    r, spans = build_compiles_on_one_cpu(headroom, ["long.o"], {"long.o": "2G", "s1.o": "64M", "s2.o": "64M"})
     # The long compile ends only once the quick job (no compiler: not held) ran beside it; the short ones wait.
     assert spans["long.o"]["end"] <= spans["s1.o"]["start"], spans
     assert spans["long.o"]["end"] <= spans["s2.o"]["start"], spans
