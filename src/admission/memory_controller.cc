@@ -316,6 +316,7 @@ bool MemoryController::MayStart(Edge* edge, size_t running) {
 void MemoryController::NoteCpuWait(const Edge* edge, EdgeState& state, const AdmissionDecision& decision) {
   if (state.explained_cpu_wait) return;
   state.explained_cpu_wait = true;
+  ++decisions_.cpu_waits;
   Explain("waiting for a CPU: " + OutputOf(edge) + ": " + decision.reason);
 }
 

@@ -34,9 +34,14 @@ std::string PeakLine(uint64_t peak, const MemoryDecisions& decisions) {
 }
 
 std::string WaitLine(const MemoryDecisions& decisions) {
-  if (decisions.jobs_waited == 0) return "no job had to wait for memory";
-  return Counted(decisions.jobs_waited, "job", "jobs") + " waited for memory, " +
-         FormatDuration(decisions.wait_ms_total) + " in all";
+  std::string line = decisions.jobs_waited == 0 ? "no job had to wait for memory"
+                                                : Counted(decisions.jobs_waited, "job", "jobs") + " waited for memory, " +
+                                                      FormatDuration(decisions.wait_ms_total) + " in all";
+  // With -j above the CPUs a build runs fewer jobs than -j while memory is free: say why.
+  if (decisions.cpu_waits) {
+    line += "; " + Counted(decisions.cpu_waits, "job", "jobs") + " held for a CPU beside long compiles";
+  }
+  return line;
 }
 
 // Only what happened is listed; an empty line means the safety net never acted.
@@ -110,6 +115,7 @@ bool SummaryWanted(const MemoryDecisions& decisions, bool verbose) {
 void AddDecisions(MemoryDecisions* total, const MemoryDecisions& pass) {
   total->jobs_waited += pass.jobs_waited;
   total->wait_ms_total += pass.wait_ms_total;
+  total->cpu_waits += pass.cpu_waits;
   total->freezes += pass.freezes;
   total->safety_kills += pass.safety_kills;
   total->oom_kills += pass.oom_kills;

@@ -145,6 +145,22 @@ TEST(SummaryTest, FixedTimelineReadsAsExpected) {
   EXPECT_EQ(lines, expected);
 }
 
+TEST(SummaryTest, JobsHeldForACpuAreCountedBesideTheMemoryWaitsButPrintNothingAlone) {
+  MemoryDecisions decisions = SmallBuildDecisions();
+  decisions.cpu_waits = 3;
+  EXPECT_EQ(SummaryLines(SmallBuild(), decisions)[1],
+            "1 job waited for memory, 4.9s in all; 3 jobs held for a CPU beside long compiles");
+  MemoryDecisions cpu_only;
+  cpu_only.cpu_waits = 1;
+  EXPECT_EQ(SummaryLines(SmallBuild(), cpu_only)[1],
+            "no job had to wait for memory; 1 job held for a CPU beside long compiles");
+  EXPECT_FALSE(SummaryWanted(cpu_only, false));  // logs stay ninja's when memory never mattered
+  MemoryDecisions total;
+  AddDecisions(&total, decisions);
+  AddDecisions(&total, cpu_only);
+  EXPECT_EQ(total.cpu_waits, 4);
+}
+
 TEST(SummaryTest, ScaleOutLineWhenTheBuildHadAFarm) {
   MemoryDecisions decisions = SmallBuildDecisions();
   decisions.remote_jobs = 12;

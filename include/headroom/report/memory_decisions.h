@@ -11,6 +11,7 @@ namespace headroom {
 struct MemoryDecisions {
   int jobs_waited = 0;           // jobs that had to wait for memory at least once
   int64_t wait_ms_total = 0;     // summed time jobs spent waiting for memory
+  int cpu_waits = 0;             // jobs held for a CPU beside long compiles at least once (not memory waits)
   int freezes = 0;
   int safety_kills = 0;
   int oom_kills = 0;
