@@ -136,30 +136,28 @@ bool AdmissionPolicy::IsLongCompute(const RunningJob& job, int64_t now_ms) const
 std::string AdmissionPolicy::CpuWait(std::span<const RunningJob> running, const Candidate& candidate,
                                      int64_t now_ms) const {
   if (config_.cpus <= 0 || !candidate.compute_bound) return "";
-  // Frozen and parked jobs use no CPU.
-  auto busy_with = [&](auto&& also) {
-    return static_cast<int>(std::count_if(running.begin(), running.end(), [&](const RunningJob& job) {
-      return !job.frozen && IsLongCompute(job, now_ms) && also(job);
-    }));
-  };
-  if (IsLongCompute(candidate.compute_bound, candidate.expected_ms, candidate.predicted_peak)) {
-    const int busy = busy_with([](const RunningJob&) { return true; });
-    if (busy < config_.cpus) return "";
-    return fmt::format("{} long compile(s) already keep the {} CPU(s) busy", busy, config_.cpus);
+  // One walk counts the long compiles, those at least as urgent as the candidate, and every compile at least as
+  // urgent. Frozen and parked jobs use no CPU.
+  int long_ones = 0, urgent_long = 0, urgent_compiles = 0;
+  for (const RunningJob& job : running) {
+    if (job.frozen || !job.compute_bound) continue;
+    const bool urgent = job.priority >= candidate.priority;
+    const bool long_one = IsLongCompute(job, now_ms);
+    long_ones += long_one;
+    urgent_long += long_one && urgent;
+    urgent_compiles += urgent;
   }
-  if (!config_.short_compiles_fill_idle_cpus) return "";
+  if (IsLongCompute(candidate.compute_bound, candidate.expected_ms, candidate.predicted_peak)) {
+    if (long_ones < config_.cpus) return "";
+    return fmt::format("{} long compile(s) already keep the {} CPU(s) busy", long_ones, config_.cpus);
+  }
   // Beside a long compile at least as urgent, short ones take only the CPUs it and other compiles leave idle:
   // more would slow it, and the longest compile is what the build's end waits for. Less urgent compiles, long
   // or short, do not hold it back: it shares their CPUs.
-  const int urgent = busy_with([&](const RunningJob& job) { return job.priority >= candidate.priority; });
-  if (urgent == 0) return "";
-  const int compiles = static_cast<int>(std::count_if(running.begin(), running.end(), [&](const RunningJob& job) {
-    return !job.frozen && job.compute_bound && job.priority >= candidate.priority;
-  }));
-  if (compiles < config_.cpus) return "";
+  if (!config_.short_compiles_fill_idle_cpus || urgent_long == 0 || urgent_compiles < config_.cpus) return "";
   return fmt::format("{} compile(s) keep the {} CPU(s) busy beside {} long one(s); a short one fills a CPU when one "
                      "frees",
-                     compiles, config_.cpus, urgent);
+                     urgent_compiles, config_.cpus, urgent_long);
 }
 
 bool AdmissionPolicy::HasPlateaued(const RunningJob& job, int64_t now_ms) const {

@@ -300,7 +300,9 @@ TEST(SimulatorTest, OnTwoCpusAtJ8LongCompilesRunTwoAtATimeAsNinjaJ2Does) {
   std::vector<SimJob> jobs;
   for (int i = 0; i < 4; ++i) {
     jobs.push_back(Job(fmt::format("heavy_{}.o", i), "CUDA",
-                       fmt::format("nvcc -O3 -DHEAVY_VARIANT={0} -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 --threads 2 -c heavy_kernels.cu -o heavy_{0}.o", i),
+                       fmt::format("nvcc -O3 -DHEAVY_VARIANT={0} -gencode arch=compute_80,code=sm_80 "
+                                   "-gencode arch=compute_90,code=sm_90 --threads 2 -c heavy_kernels.cu -o heavy_{0}.o",
+                                   i),
                        1200 * kMiB, 30 + 3 * i, 0.3, 0.9));
   }
   for (int i = 0; i < 3; ++i) {
