@@ -27,19 +27,37 @@ rc=$?
 finish "plain build" $rc
 [ $rc -ne 0 ] && exit $rc   # no binary to test
 
+# The last lines of each failed test's output from a ctest run (its LastTest.log), repeated at the end of the log:
+# CI keeps only the log's tail, and the sanitizer stage prints long after the plain tests' failures.
+failure_tails=()
+keep_failure_tails() {
+  local dir="$1" name
+  local failed_list="$dir/Testing/Temporary/LastTestsFailed.log" log="$dir/Testing/Temporary/LastTest.log"
+  [ -f "$failed_list" ] && [ -f "$log" ] || return 0
+  while IFS=: read -r _ name; do
+    failure_tails+=("$(printf -- '--- %s (%s), last 60 lines of its output:\n' "$name" "$dir"; \
+      awk -v t="Testing: $name" '$0 ~ t"$" {on=1; next} on && /^<end of output>$/ {exit} on' "$log" | tail -n 60)")
+  done < <(head -n 3 "$failed_list")
+}
+
 banner "plain tests (ctest)"
 ctest --test-dir build --output-on-failure -j"$(nproc)" "$@"
-finish "plain tests" $?
+rc=$?
+finish "plain tests" $rc
+[ $rc -ne 0 ] && keep_failure_tails build
 
 if [ "${HEADROOM_SKIP_SANITIZERS:-0}" = 1 ]; then
   banner "sanitizers + fuzzing: SKIPPED (HEADROOM_SKIP_SANITIZERS=1)"
 else
   banner "sanitizers + fuzzing (scripts/sanitize.sh: ASan+UBSan, libFuzzer)"
   scripts/sanitize.sh "$@"
-  finish "sanitizers + fuzzing" $?
+  rc=$?
+  finish "sanitizers + fuzzing" $rc
+  [ $rc -ne 0 ] && keep_failure_tails build-san
 fi
 
 banner "summary"
+[ ${#failure_tails[@]} -gt 0 ] && printf '%s\n' "${failure_tails[@]}"
 printf '%s\n' "${summary[@]}"
 if [ ${#failed[@]} -gt 0 ]; then
   echo "FAILED: ${failed[*]}" >&2
