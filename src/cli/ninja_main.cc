@@ -326,7 +326,10 @@ int NinjaMain::RunBuild(const std::vector<std::string>& args, Status* status) {
         config_.serve_jobserver == BuildConfig::ServeJobserver::kPipe ? JobserverStyle::kPipe : JobserverStyle::kFifo,
         config_.parallelism, temp_dir && *temp_dir ? temp_dir : "/tmp", getenv("MAKEFLAGS"), &server_err);
     if (!server) status->Warning("jobserver: " + server_err + "; jobs run without one");
-    if (server) builder.set_jobserver_server(server.get());
+    if (server) {
+      for (const char* name : {"CARGO_MAKEFLAGS", "MFLAGS"}) server->AlsoRewrite(name, getenv(name));
+      builder.set_jobserver_server(server.get());
+    }
   }
   AttachJobController(&builder);
   BuildResult result = builder.Build(&err);

@@ -158,6 +158,10 @@ JobserverServer::~JobserverServer() {
   RemoveDirectoryAndFifos(directory_);
 }
 
+void JobserverServer::AlsoRewrite(const std::string& name, const char* inherited) {
+  if (inherited) also_rewritten_.emplace_back(name, StripJobserverWords(inherited));
+}
+
 std::unique_ptr<TokenChannel> JobserverServer::OpenChannel(JobStartOptions* options, std::string* error) {
   std::string path = directory_ + "/job-" + std::to_string(next_channel_++);
   if (mkfifo(path.c_str(), 0600) != 0) {
@@ -181,6 +185,9 @@ std::unique_ptr<TokenChannel> JobserverServer::OpenChannel(JobStartOptions* opti
     auth = "fifo:" + path;
   }
   options->environment.push_back("MAKEFLAGS=" + JobMakeflags(base_makeflags_, parallelism_, auth));
+  for (const auto& [name, stripped] : also_rewritten_) {
+    options->environment.push_back(name + "=" + JobMakeflags(stripped, parallelism_, auth));
+  }
   return std::make_unique<FifoChannel>(std::move(path), fd, child_fd);
 }
 

@@ -99,6 +99,24 @@ def test_each_job_gets_its_own_channel_and_nothing_is_left(ws, tmpdir_env, style
     assert jobserver_dirs(tmpdir_env) == []
 
 
+def test_inherited_cargo_makeflags_names_the_jobs_own_channel(ws, tmpdir_env):
+    """cargo (and rustc, cc-rs) read CARGO_MAKEFLAGS before MAKEFLAGS: headroom run under an outer cargo passes
+    its jobs the outer pool there. Under --jobserver each job's CARGO_MAKEFLAGS names the job's own channel, as its
+    MAKEFLAGS does; where none was inherited none is set."""
+    ws.write("build.ninja", "rule both\n  command = printf '%s|%s' \"$$MAKEFLAGS\" \"$${CARGO_MAKEFLAGS-unset}\" > $out\n"
+             "build a: both\n")
+    r = ws.run("-j2", "--jobserver", env={"TMPDIR": tmpdir_env,
+                                         "CARGO_MAKEFLAGS": "-j --jobserver-fds=8,9 --jobserver-auth=fifo:/outer"})
+    assert r.rc == 0, r
+    makeflags, cargo = ws.read("a").split("|")
+    assert makeflags.startswith(" -j2 --jobserver-auth=fifo:%s/headroom-jobserver-" % tmpdir_env), makeflags
+    assert cargo == makeflags
+    ws.remove("a")
+    r = ws.run("-j2", "--jobserver", env={"TMPDIR": tmpdir_env})
+    assert ws.read("a").split("|")[1] == "unset"
+    assert jobserver_dirs(tmpdir_env) == []
+
+
 def leaf_setup(ws, k: int):
     """sub/: a Makefile and a build.ninja whose leaf jobs count how many leaves run at once (job.py)."""
     ws.write("job.py", JOB)

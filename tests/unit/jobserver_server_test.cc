@@ -237,6 +237,24 @@ TEST(JobserverServerTest, PipeStyleGivesTheJobABlockingDescriptorOfItsOwn) {
   EXPECT_EQ('+', token);
 }
 
+TEST(JobserverServerTest, InheritedCargoMakeflagsIsRewrittenToTheJobsChannelAndAbsentOnesStayAbsent) {
+  // cargo's jobserver crate reads CARGO_MAKEFLAGS before MAKEFLAGS: left as inherited, a job's cargo would take
+  // its slots from the outer pool.
+  TempDir temp;
+  std::string err;
+  auto server = JobserverServer::Create(JobserverStyle::kPipe, 3, temp.path(), "", &err);
+  ASSERT_TRUE(server) << err;
+  server->AlsoRewrite("CARGO_MAKEFLAGS", "-j --jobserver-fds=7,8 --jobserver-auth=7,8");
+  server->AlsoRewrite("MFLAGS", nullptr);  // not inherited: not set for the job either
+  JobStartOptions options;
+  auto channel = server->OpenChannel(&options, &err);
+  ASSERT_TRUE(channel) << err;
+  const std::string fd = std::to_string(options.inherit_fd);
+  ASSERT_EQ(2u, options.environment.size());
+  EXPECT_EQ("MAKEFLAGS= -j3 --jobserver-auth=" + fd + "," + fd, options.environment[0]);
+  EXPECT_EQ("CARGO_MAKEFLAGS= -j3 --jobserver-auth=" + fd + "," + fd, options.environment[1]);
+}
+
 TEST(JobserverServerTest, StaleDirectoryOfADeadBuildIsRemovedAndALiveOneKept) {
   TempDir temp;
   pid_t dead = fork();

@@ -6,6 +6,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "headroom/exec/jobserver_slots.h"
 #include "headroom/exec/process_runner.h"
@@ -31,6 +33,11 @@ class JobserverServer {
   // ledger().AddJob once the job has an id; dropping it removes its fifo. nullptr with *error on failure.
   std::unique_ptr<TokenChannel> OpenChannel(JobStartOptions* options, std::string* error);
 
+  // Other variables a job's jobserver clients read, rewritten like MAKEFLAGS when headroom inherited them:
+  // cargo, rustc and cc-rs read CARGO_MAKEFLAGS before MAKEFLAGS (then MFLAGS), so an inherited one would send
+  // a job's cargo to the outer pool and past the slots headroom hands out. Nothing when `inherited` is null.
+  void AlsoRewrite(const std::string& name, const char* inherited);
+
   SlotLedger& ledger() { return ledger_; }
   const std::string& directory() const { return directory_; }
 
@@ -41,6 +48,7 @@ class JobserverServer {
   int parallelism_;
   std::string directory_;
   std::string base_makeflags_;  // the inherited MAKEFLAGS without -j or jobserver words
+  std::vector<std::pair<std::string, std::string>> also_rewritten_;  // name, inherited value stripped likewise
   uint64_t next_channel_ = 0;
   SlotLedger ledger_;
 };
