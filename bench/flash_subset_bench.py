@@ -4,14 +4,16 @@ users build it -- `pip wheel --no-build-isolation` through torch.utils.cpp_exten
 first on PATH as `ninja` -- inside a real cgroup memory box smaller than -j x the kernels' peak. Reports the build's
 result, wall time, OOM kills counted in the box and every cgroup below it (tests/e2e/memory_box.py), each job's
 measured peak and duration from headroom's trace, and what flash-attn's own setup.py MAX_JOBS formula would have chosen
-on this machine (min(cores // 2, available GiB / 9)) with the wall that choice implies from the measured durations.
+on this machine (min(cores // 2, available GiB / 9)). With --ninja, the same build then runs again with that ninja
+(1.13.2) at the formula's MAX_JOBS, in a new box of the same size: the wall a user gets without headroom.
 
 The sdist's setup.py is used as shipped except for three edits, all printed: its CUDAExtension source list becomes the
 subset, and -std=c++17 becomes -std=c++20 (torch 2.10+ headers need C++20; cpp_extension passes nothing else).
 FLASH_ATTN_CUDA_ARCHS=80 keeps one -gencode (sm_80) so a kernel is one device pipeline, as docs/priors.md measured.
 Needs root (the box), nvcc, and a Python with torch (the e2e suite's ~/.cache/headroom-e2e/torch-venv has one).
 
-  bench/flash_subset_bench.py --sdist DIR --python VENV/bin/python --headroom build/headroom --box-gib 6 --out DIR"""
+  bench/flash_subset_bench.py --sdist DIR --python VENV/bin/python --headroom build/headroom --box-gib 6 --out DIR \\
+      [--ninja $(python3 -c 'import ninja; print(ninja.BIN_DIR)')/ninja]"""
 import argparse
 import json
 import os
@@ -76,39 +78,71 @@ def main():
     p.add_argument("--box-gib", type=float, default=6)
     p.add_argument("--subset", nargs="*", default=DEFAULT_SUBSET)
     p.add_argument("--headroom-flags", default="")
+    p.add_argument("--ninja", help="also build with this ninja (1.13.2) at the MAX_JOBS flash-attn's formula picks")
     p.add_argument("--out", required=True)
     args = p.parse_args()
 
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
+    formula_jobs = flash_attn_formula_jobs()
+    headroom = Path(args.headroom).resolve()
+    result = {"box_gib": args.box_gib, "subset": args.subset, "flash_attn_formula_max_jobs": formula_jobs}
+    result["headroom"] = build_once(args, out / "headroom", headroom, "auto", args.headroom_flags)
+    if args.ninja:
+        # What a user gets without headroom: ninja at the MAX_JOBS flash-attn's formula picks, in the same box.
+        result["ninja"] = build_once(args, out / "ninja", Path(args.ninja).resolve(), str(formula_jobs), None)
+    (out / "result.json").write_text(json.dumps(result, indent=1))
+    for tool in ("headroom", "ninja"):
+        if tool not in result:
+            continue
+        r = result[tool]
+        print("%s: rc %d, wall %.1f s, kernel OOM kills %d, MAX_JOBS=%s" % (tool, r["rc"], r["wall_s"],
+                                                                          r["kernel_oom_kills"], r["max_jobs"]))
+        for line in r.get("headroom_summary", []):
+            print("   " + line)
+        for j in r.get("jobs", []):
+            a = j["args"]
+            print("   %-50s %7.1f s  estimate %s (%s), peak %s, waited for memory %.0f s" % (
+                j["name"][-50:], j["dur_s"], a.get("estimate"), a.get("source"), a.get("peak"),
+                a.get("waited for memory ms", 0) / 1000))
+    if "ninja" in result:
+        print("headroom / ninja at MAX_JOBS=%d: %.2f" % (formula_jobs,
+                                                       result["headroom"]["wall_s"] / result["ninja"]["wall_s"]))
+    ok = all(r["rc"] == 0 and r["kernel_oom_kills"] == 0 for k, r in result.items() if k in ("headroom", "ninja"))
+    return 0 if ok else 1
+
+
+def build_once(args, out: Path, ninja: Path, max_jobs: str, headroom_flags):
+    """One `pip wheel` of the subset in a fresh copy of the sdist, in a new box, with `ninja` on PATH being `ninja`.
+    headroom_flags None: the tool is not headroom (no trace, no HEADROOM_FLAGS)."""
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
     src = out / "flash_attn-subset"
-    if src.exists():
-        shutil.rmtree(src)
     shutil.copytree(args.sdist, src, symlinks=True)
     patch_setup(src / "setup.py", args.subset)
-
     shim = out / "shim"
-    shim.mkdir(exist_ok=True)
-    headroom = Path(args.headroom).resolve()
-    if (shim / "ninja").is_symlink() or (shim / "ninja").exists():
-        (shim / "ninja").unlink()
-    (shim / "ninja").symlink_to(headroom)
+    shim.mkdir()
+    (shim / "ninja").symlink_to(ninja)
 
     trace = out / "trace.json"
     env = dict(os.environ)
     env.update({
         "PATH": "%s:%s:%s" % (shim, Path(args.python).parent, env.get("PATH", "")),
         "CCACHE_DISABLE": "1",  # torch's cpp_extension puts ccache in front of the compilers when it finds one
-        "MAX_JOBS": "auto",
+        "MAX_JOBS": max_jobs,
         "FLASH_ATTN_CUDA_ARCHS": "80",
         "FLASH_ATTENTION_FORCE_BUILD": "TRUE",
         "CUDA_HOME": env.get("CUDA_HOME", "/usr/local/cuda"),
-        "HEADROOM_FLAGS": ("--trace=%s %s" % (trace, args.headroom_flags)).strip(),
     })
+    env.pop("HEADROOM_FLAGS", None)
+    if headroom_flags is not None:
+        env["HEADROOM_FLAGS"] = ("--trace=%s %s" % (trace, headroom_flags)).strip()
+        # A fresh per-user store: the first build on this machine, as pip's temp dir makes it for the build dir.
+        env["HEADROOM_STORE"] = str(out / "store")
     found = shutil.which("ninja", path=env["PATH"])
-    if not found or Path(found).resolve() != headroom:
-        sys.exit("flash_subset_bench: `ninja` on the build's PATH is %s, not %s" % (found, headroom))
-    formula_jobs = flash_attn_formula_jobs()
+    if not found or Path(found).resolve() != ninja:
+        sys.exit("flash_subset_bench: `ninja` on the build's PATH is %s, not %s" % (found, ninja))
     box = memory_box.MemoryBox(int(args.box_gib * 1024 ** 3))
     box.require_complete_kill_count()
     try:
@@ -121,17 +155,12 @@ def main():
         box.remove()
     (out / "pip.log").write_text(r.stdout + "\n--- stderr ---\n" + r.stderr)
     jobs = jobs_from_trace(trace)
-    # pip -v indents what the build printed; headroom's end-of-build summary lines start with "headroom:".
-    summary_lines = [l.strip() for l in r.stdout.splitlines() if l.strip().startswith("headroom:")]
-    result = {"rc": r.returncode, "wall_s": round(wall, 1), "kernel_oom_kills": kills, "box_gib": args.box_gib,
-              "subset": args.subset, "flash_attn_formula_max_jobs": formula_jobs,
-              "serial_wall_s_from_durations": round(sum(j["dur_s"] for j in jobs), 1), "jobs": jobs,
-              "headroom_summary": summary_lines[-20:]}
-    (out / "result.json").write_text(json.dumps(result, indent=1))
-    print(json.dumps({k: v for k, v in result.items() if k != "jobs"}, indent=1))
-    for j in jobs:
-        print("%-60s %8.1f s  %s" % (j["name"][-60:], j["dur_s"], j["args"]))
-    return 0 if r.returncode == 0 and kills == 0 else 1
+    # pip -v indents what the build printed (on stderr, as pip runs it); headroom's summary lines start with "headroom:".
+    summary_lines = [l.strip() for l in (r.stdout + r.stderr).splitlines() if l.strip().startswith("headroom:")]
+    print("%s: rc %d, wall %.1f s, kernel OOM kills %d" % (ninja.name, r.returncode, wall, kills), flush=True)
+    return {"rc": r.returncode, "wall_s": round(wall, 1), "kernel_oom_kills": kills, "max_jobs": max_jobs,
+            "tool": str(ninja), "serial_wall_s_from_durations": round(sum(j["dur_s"] for j in jobs), 1),
+            "jobs": jobs, "headroom_summary": summary_lines[-20:]}
 
 
 if __name__ == "__main__":
