@@ -235,9 +235,48 @@ bool ReadChildFailure(int status_read_fd, ChildFailure* failure) {
   return n == static_cast<ssize_t>(sizeof *failure);
 }
 
+// The stack a memory-sharing child runs on until it execs (headroom waits meanwhile, so one is enough).
+constexpr size_t kChildStackBytes = 64 * 1024;
+alignas(16) char child_stack[kChildStackBytes];
+
+#if defined(__x86_64__)
+constexpr bool kCanCloneOnStack = true;
+// clone3 whose child starts on args->stack and runs entry(arg) there, exiting with its result: what libc's clone
+// does for clone(2), which clone3 has no libc wrapper for. The child only has its registers: entry and arg ride
+// in r12 and r13, which the kernel copies to it; rbp is cleared so nothing unwinds into the parent's frames.
+pid_t Clone3OnStack(struct clone_args* args, int (*entry)(void*), void* arg) {
+  long result = SYS_clone3;
+  register long entry_register asm("r12") = reinterpret_cast<long>(entry);
+  register long arg_register asm("r13") = reinterpret_cast<long>(arg);
+  asm volatile(
+      "syscall\n\t"
+      "test %%rax, %%rax\n\t"
+      "jnz 1f\n\t"
+      "xor %%ebp, %%ebp\n\t"
+      "mov %%r13, %%rdi\n\t"
+      "call *%%r12\n\t"
+      "mov %%eax, %%edi\n\t"
+      "mov %[exit_number], %%eax\n\t"
+      "syscall\n\t"
+      "hlt\n\t"
+      "1:\n\t"
+      : "+a"(result)
+      : "D"(args), "S"(sizeof *args), "r"(entry_register), "r"(arg_register), [exit_number] "i"(SYS_exit)
+      : "rcx", "r11", "memory");
+  if (result < 0) {
+    errno = static_cast<int>(-result);
+    return -1;
+  }
+  return static_cast<pid_t>(result);
+}
+#else
+constexpr bool kCanCloneOnStack = false;
+#endif
+
 // clone3 with fork semantics, born in the cgroup `cgroup_fd` names (cgroup v2, Linux >= 5.7). Joining a cgroup
 // after birth waits for an RCU grace period (~11 ms, docs/memory-observation.md, "Launch latency"); being born in
-// it does not. -1 with errno when the kernel refuses (no clone3, not a v2 cgroup, ...).
+// it does not. -1 with errno when the kernel refuses (no clone3, not a v2 cgroup, ...). It copies headroom's page
+// tables (~50 ms for 200 MiB of heap on this machine): used only where the child cannot share memory.
 pid_t CloneIntoCgroup(int cgroup_fd) {
   struct clone_args args = {};
   args.flags = CLONE_INTO_CGROUP;
@@ -285,15 +324,30 @@ ScopedFd OpenV2Cgroup(const std::string& dir) {
 // Off once the kernel has said it has no clone3 or no CLONE_INTO_CGROUP; then every job joins after birth.
 bool clone_into_cgroup_works = true;
 
-// On cgroup v2, a fork born in the cgroup (the page tables are copied, ~1 ms even for a large headroom: far
-// less than the ~11 ms a join waits for). Returns -1 with *used_clone3 false when that path is not available.
+// On cgroup v2, a child born in the cgroup: sharing headroom's memory on its own stack while headroom waits
+// (as the v1 path's clone does, so nothing is copied), or, in sanitized builds and off x86-64, a fork. Returns -1
+// with *used_clone3 false when that path is not available.
 pid_t StartChildBornInCgroup(ChildPlan* plan, const std::string& cgroup_dir, bool* used_clone3) {
   *used_clone3 = false;
   if (!clone_into_cgroup_works) return -1;
   ScopedFd cgroup = OpenV2Cgroup(cgroup_dir);
   if (!cgroup.valid()) return -1;
-  std::string clone_err;
-  pid_t pid = ForkChild(plan, &clone_err, cgroup.get());
+  pid_t pid = -1;
+  if (kShareMemoryWithChild && kCanCloneOnStack) {
+    struct clone_args args = {};
+    args.flags = CLONE_VM | CLONE_VFORK | CLONE_INTO_CGROUP;
+    args.exit_signal = SIGCHLD;
+    args.stack = reinterpret_cast<uint64_t>(child_stack);
+    args.stack_size = kChildStackBytes;
+    args.cgroup = static_cast<uint64_t>(cgroup.get());
+    plan->born_in_cgroup = true;
+#if defined(__x86_64__)
+    pid = Clone3OnStack(&args, CloneChildEntry, plan);
+#endif
+  } else {
+    std::string clone_err;
+    pid = ForkChild(plan, &clone_err, cgroup.get());
+  }
   if (pid >= 0) {
     *used_clone3 = true;
     return pid;
@@ -308,8 +362,6 @@ pid_t StartChildBornInCgroup(ChildPlan* plan, const std::string& cgroup_dir, boo
 // builds, as a fork whose failure report comes back through a close-on-exec pipe.
 pid_t StartChild(ChildPlan* plan, std::string* err) {
   if (kShareMemoryWithChild) {
-    constexpr size_t kChildStackBytes = 64 * 1024;
-    alignas(16) static char child_stack[kChildStackBytes];
     pid_t pid = ::clone(CloneChildEntry, child_stack + kChildStackBytes, CLONE_VM | CLONE_VFORK | SIGCHLD, plan);
     if (pid < 0) *err = fmt::format("clone: {}", std::strerror(errno));
     return pid;
