@@ -325,11 +325,12 @@ ScopedFd OpenV2Cgroup(const std::string& dir) {
 bool clone_into_cgroup_works = true;
 
 // On cgroup v2, a child born in the cgroup: sharing headroom's memory on its own stack while headroom waits
-// (as the v1 path's clone does, so nothing is copied), or, in sanitized builds and off x86-64, a fork. Returns -1
-// with *used_clone3 false when that path is not available.
+// (as the v1 path's clone does, so nothing is copied), or, in sanitized builds, a fork. Off x86-64 (no assembly
+// here to start a child on its own stack) it joins as on v1: a fork of a large headroom costs more than the join.
+// Returns -1 with *used_clone3 false when that path is not available.
 pid_t StartChildBornInCgroup(ChildPlan* plan, const std::string& cgroup_dir, bool* used_clone3) {
   *used_clone3 = false;
-  if (!clone_into_cgroup_works) return -1;
+  if (!clone_into_cgroup_works || (kShareMemoryWithChild && !kCanCloneOnStack)) return -1;
   ScopedFd cgroup = OpenV2Cgroup(cgroup_dir);
   if (!cgroup.valid()) return -1;
   pid_t pid = -1;
