@@ -579,24 +579,46 @@ std::string OwnMemoryCgroupDir() {
   return "";
 }
 
-TEST(ProcessRunnerTest, JobJoinsTheGivenCgroupBeforeExec) {
-  if (geteuid() != 0) SKIP_OR_FAIL_IN_CI("joining a cgroup needs root");
-  std::string parent = OwnMemoryCgroupDir();
-  if (parent.empty()) SKIP_OR_FAIL_IN_CI("no cgroup v1 memory hierarchy for this process");
-  std::string leaf = "headroom-exec-test-" + std::to_string(getpid());
-  std::string dir = parent + "/" + leaf;
-  if (mkdir(dir.c_str(), 0755) != 0) SKIP_OR_FAIL_IN_CI("cannot create " + dir + ": " + strerror(errno));
+// A fresh cgroup `<parent>/<prefix><pid>` for one test; empty with *why set when it cannot be made here (not root,
+// no such hierarchy, mkdir refused).
+std::string MakeTestCgroup(const std::string& parent, const std::string& what, const std::string& prefix,
+                           std::string* why) {
+  if (geteuid() != 0) {
+    *why = "making a cgroup needs root";
+    return "";
+  }
+  if (parent.empty()) {
+    *why = "no " + what + " hierarchy for this process";
+    return "";
+  }
+  std::string dir = parent + "/" + prefix + std::to_string(getpid());
+  if (mkdir(dir.c_str(), 0755) != 0) {
+    *why = "cannot create " + dir + ": " + strerror(errno);
+    return "";
+  }
+  return dir;
+}
 
+// Runs `command` as a job in `cgroup_dir` to its end. The exit's id is -1 (and *err says why) when it did not start.
+JobExit RunJobInCgroup(const std::string& cgroup_dir, const std::string& command, std::string* err) {
   auto runner = MakePosixProcessRunner();
   JobStartOptions options;
-  options.cgroup_dir = dir;
+  options.cgroup_dir = cgroup_dir;
+  JobId id = runner->Start(command, options, err);
+  if (id < 0) return JobExit{};
+  return WaitFor(*runner, id);
+}
+
+TEST(ProcessRunnerTest, JobJoinsTheGivenCgroupBeforeExec) {
+  std::string why;
+  std::string dir = MakeTestCgroup(OwnMemoryCgroupDir(), "cgroup v1 memory", "headroom-exec-test-", &why);
+  if (dir.empty()) SKIP_OR_FAIL_IN_CI(why);
+
   std::string err;
-  JobId id = runner->Start("cat /proc/self/cgroup; echo done >&2", options, &err);
-  JobExit exit;
-  if (id >= 0) exit = WaitFor(*runner, id);
+  JobExit exit = RunJobInCgroup(dir, "cat /proc/self/cgroup; echo done >&2", &err);
   EXPECT_EQ(rmdir(dir.c_str()), 0) << strerror(errno);
 
-  ASSERT_GE(id, 0) << err;
+  ASSERT_GE(exit.id, 0) << err;
   EXPECT_TRUE(exit.success());
   std::string relative = dir.substr(std::string("/sys/fs/cgroup/memory").size());
   EXPECT_NE(exit.output.find("memory:" + relative + "\n"), std::string::npos) << exit.output;
@@ -630,42 +652,31 @@ std::string OwnV2CgroupDir() {
 // which waits for an RCU grace period (~11 ms a job, docs/memory-observation.md); it is there from its first
 // instruction, and the shell it runs sees that cgroup as its own.
 TEST(ProcessRunnerTest, JobIsBornInAGivenV2Cgroup) {
-  if (geteuid() != 0) SKIP_OR_FAIL_IN_CI("creating a cgroup needs root");
-  std::string parent = OwnV2CgroupDir();
-  if (parent.empty()) SKIP_OR_FAIL_IN_CI("no cgroup v2 hierarchy for this process");
-  std::string dir = parent + "/headroom-exec-v2-" + std::to_string(getpid());
-  if (mkdir(dir.c_str(), 0755) != 0) SKIP_OR_FAIL_IN_CI("cannot create " + dir + ": " + strerror(errno));
+  std::string why;
+  std::string dir = MakeTestCgroup(OwnV2CgroupDir(), "cgroup v2", "headroom-exec-v2-", &why);
+  if (dir.empty()) SKIP_OR_FAIL_IN_CI(why);
 
-  auto runner = MakePosixProcessRunner();
-  JobStartOptions options;
-  options.cgroup_dir = dir;
   std::string err;
-  JobId id = runner->Start("cat /proc/self/cgroup; echo done >&2; exit 3", options, &err);
-  JobExit exit;
-  if (id >= 0) exit = WaitFor(*runner, id);
+  JobExit exit = RunJobInCgroup(dir, "cat /proc/self/cgroup; echo done >&2; exit 3", &err);
   // A failed exec is reported as before on this path too.
-  options.cgroup_dir = dir;
-  JobId missing = runner->Start("exec /nonexistent/command", options, &err);
-  JobExit missing_exit;
-  if (missing >= 0) missing_exit = WaitFor(*runner, missing);
+  std::string missing_err;
+  JobExit missing_exit = RunJobInCgroup(dir, "exec /nonexistent/command", &missing_err);
   EXPECT_EQ(rmdir(dir.c_str()), 0) << strerror(errno);
 
-  ASSERT_GE(id, 0) << err;
+  ASSERT_GE(exit.id, 0) << err;
   EXPECT_EQ(exit.ExitStatusCode(), 3);
   std::string relative = dir.substr(dir.find("/headroom-exec-v2-"));
   EXPECT_NE(exit.output.find("0::"), std::string::npos) << exit.output;
   EXPECT_NE(exit.output.find(relative + "\n"), std::string::npos) << exit.output;
   EXPECT_NE(exit.output.find("done\n"), std::string::npos);
-  ASSERT_GE(missing, 0) << err;
+  ASSERT_GE(missing_exit.id, 0) << missing_err;
   EXPECT_EQ(missing_exit.ExitStatusCode(), 127);
 }
 
 TEST(ProcessRunnerTest, ConsoleJobCanJoinCgroupToo) {
-  if (geteuid() != 0) SKIP_OR_FAIL_IN_CI("joining a cgroup needs root");
-  std::string parent = OwnMemoryCgroupDir();
-  if (parent.empty()) SKIP_OR_FAIL_IN_CI("no cgroup v1 memory hierarchy for this process");
-  std::string dir = parent + "/headroom-exec-console-" + std::to_string(getpid());
-  if (mkdir(dir.c_str(), 0755) != 0) SKIP_OR_FAIL_IN_CI("cannot create " + dir + ": " + strerror(errno));
+  std::string why;
+  std::string dir = MakeTestCgroup(OwnMemoryCgroupDir(), "cgroup v1 memory", "headroom-exec-console-", &why);
+  if (dir.empty()) SKIP_OR_FAIL_IN_CI(why);
 
   auto runner = MakePosixProcessRunner();
   JobStartOptions options;
