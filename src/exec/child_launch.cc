@@ -240,7 +240,6 @@ constexpr size_t kChildStackBytes = 64 * 1024;
 alignas(16) char child_stack[kChildStackBytes];
 
 #if defined(__x86_64__)
-constexpr bool kCanCloneOnStack = true;
 // clone3 whose child starts on args->stack and runs entry(arg) there, exiting with its result: what libc's clone
 // does for clone(2), which clone3 has no libc wrapper for. The child only has its registers: entry and arg ride
 // in r12 and r13, which the kernel copies to it; rbp is cleared so nothing unwinds into the parent's frames.
@@ -270,7 +269,12 @@ pid_t Clone3OnStack(struct clone_args* args, int (*entry)(void*), void* arg) {
   return static_cast<pid_t>(result);
 }
 #else
-constexpr bool kCanCloneOnStack = false;
+// No assembly here to start a child on its own stack: ENOSYS, so such a build joins as on v1 (a fork of a large
+// headroom costs more than the join).
+pid_t Clone3OnStack(struct clone_args*, int (*)(void*), void*) {
+  errno = ENOSYS;
+  return -1;
+}
 #endif
 
 // clone3 with fork semantics, born in the cgroup `cgroup_fd` names (cgroup v2, Linux >= 5.7). Joining a cgroup
@@ -325,16 +329,15 @@ ScopedFd OpenV2Cgroup(const std::string& dir) {
 bool clone_into_cgroup_works = true;
 
 // On cgroup v2, a child born in the cgroup: sharing headroom's memory on its own stack while headroom waits
-// (as the v1 path's clone does, so nothing is copied), or, in sanitized builds, a fork. Off x86-64 (no assembly
-// here to start a child on its own stack) it joins as on v1: a fork of a large headroom costs more than the join.
-// Returns -1 with *used_clone3 false when that path is not available.
+// (as the v1 path's clone does, so nothing is copied), or, in sanitized builds, a fork. Returns -1 with
+// *used_clone3 false when that path is not available.
 pid_t StartChildBornInCgroup(ChildPlan* plan, const std::string& cgroup_dir, bool* used_clone3) {
   *used_clone3 = false;
-  if (!clone_into_cgroup_works || (kShareMemoryWithChild && !kCanCloneOnStack)) return -1;
+  if (!clone_into_cgroup_works) return -1;
   ScopedFd cgroup = OpenV2Cgroup(cgroup_dir);
   if (!cgroup.valid()) return -1;
   pid_t pid = -1;
-  if (kShareMemoryWithChild && kCanCloneOnStack) {
+  if (kShareMemoryWithChild) {
     struct clone_args args = {};
     args.flags = CLONE_VM | CLONE_VFORK | CLONE_INTO_CGROUP;
     args.exit_signal = SIGCHLD;
@@ -342,9 +345,7 @@ pid_t StartChildBornInCgroup(ChildPlan* plan, const std::string& cgroup_dir, boo
     args.stack_size = kChildStackBytes;
     args.cgroup = static_cast<uint64_t>(cgroup.get());
     plan->born_in_cgroup = true;
-#if defined(__x86_64__)
     pid = Clone3OnStack(&args, CloneChildEntry, plan);
-#endif
   } else {
     std::string clone_err;
     pid = ForkChild(plan, &clone_err, cgroup.get());
@@ -353,7 +354,8 @@ pid_t StartChildBornInCgroup(ChildPlan* plan, const std::string& cgroup_dir, boo
     *used_clone3 = true;
     return pid;
   }
-  // ENOSYS (before 5.3), E2BIG / EINVAL (clone3 without CLONE_INTO_CGROUP, before 5.7): never again. Anything
+  // ENOSYS (before 5.3, or no Clone3OnStack here), E2BIG / EINVAL (clone3 without CLONE_INTO_CGROUP, before 5.7):
+  // never again. Anything
   // else (e.g. EBUSY, a cgroup with processes below it) only for this job: the join path reports its own error.
   if (errno == ENOSYS || errno == E2BIG || errno == EINVAL) clone_into_cgroup_works = false;
   return -1;
