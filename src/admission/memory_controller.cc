@@ -363,6 +363,7 @@ JobStartOptions MemoryController::PrepareJob(Edge* edge) {
   pending_meter_key_ = next_meter_key_++;
   JobStartOptions options;
   options.cgroup_dir = parts_.meter->PrepareJob(pending_meter_key_);
+  options.prepared = parts_.meter->PreparedLaunchFor(pending_meter_key_);
   return options;
 }
 

@@ -19,14 +19,11 @@
 
 #include <fmt/format.h>
 
+#include "job_command.h"
 #include "scoped_fd.h"
-
-extern char** environ;
 
 namespace headroom::exec_internal {
 namespace {
-
-constexpr const char* kShell = "/bin/sh";
 
 // Signals whose disposition the child must not inherit: everything catchable goes back to default
 // (an ignored SIGPIPE or SIGINT in headroom would otherwise leak into every build command).
@@ -37,39 +34,6 @@ sigset_t AllSignalsToDefault() {
   sigdelset(&set, SIGSTOP);
   return set;
 }
-
-struct ShellArgv {
-  explicit ShellArgv(const std::string& command)
-      : argv{const_cast<char*>(kShell), const_cast<char*>("-c"), const_cast<char*>(command.c_str()),
-             nullptr} {}
-  char* argv[4];
-};
-
-// The job's environment: headroom's, with options.environment's variables replacing or adding to it.
-// Pointers into `environ` and into options; valid while both are.
-class JobEnvironment {
- public:
-  explicit JobEnvironment(const JobStartOptions& options) {
-    if (options.environment.empty()) return;
-    for (char** entry = environ; *entry; ++entry) {
-      if (!Overridden(*entry, options.environment)) pointers_.push_back(*entry);
-    }
-    for (const std::string& assignment : options.environment) pointers_.push_back(const_cast<char*>(assignment.c_str()));
-    pointers_.push_back(nullptr);
-  }
-  char** envp() { return pointers_.empty() ? environ : pointers_.data(); }
-
- private:
-  static bool Overridden(const char* entry, const std::vector<std::string>& overrides) {
-    for (const std::string& assignment : overrides) {
-      size_t name_length = assignment.find('=');
-      if (name_length == std::string::npos) continue;
-      if (std::strncmp(entry, assignment.c_str(), name_length + 1) == 0) return true;
-    }
-    return false;
-  }
-  std::vector<char*> pointers_;
-};
 
 // ---- posix_spawn path -------------------------------------------------------------------------
 
@@ -100,7 +64,7 @@ pid_t SpawnDirect(const std::string& command, const JobStartOptions& options, in
 
   pid_t pid = -1;
   ShellArgv shell(command);
-  JobEnvironment environment(options);
+  JobEnvironment environment(options.environment);
   int spawn_error =
       setup_error ? setup_error : posix_spawn(&pid, kShell, &actions, &attr, shell.argv, environment.envp());
   posix_spawn_file_actions_destroy(&actions);
@@ -211,20 +175,6 @@ void ReapFailedChild(pid_t pid) {
   while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
   }
 }
-
-// Sanitizer runtimes intercept sigaction and friends and keep state in memory the child would share
-// with headroom, so sanitized builds take the slower fork path; its child has a private copy.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kShareMemoryWithChild = false;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
-constexpr bool kShareMemoryWithChild = false;
-#else
-constexpr bool kShareMemoryWithChild = true;
-#endif
-#else
-constexpr bool kShareMemoryWithChild = true;
-#endif
 
 // Reads the status pipe until the child execs (EOF, nothing written) or reports a failure.
 bool ReadChildFailure(int status_read_fd, ChildFailure* failure) {
@@ -376,7 +326,7 @@ pid_t ForkIntoCgroup(const std::string& command, const JobStartOptions& options,
                      std::string* err) {
   std::string procs_path = options.cgroup_dir + "/cgroup.procs";
   ShellArgv shell(command);
-  JobEnvironment environment(options);
+  JobEnvironment environment(options.environment);
   ChildPlan plan{procs_path.c_str(), options.use_console, output_write_fd, shell.argv, environment.envp(),
                  options.inherit_fd};
 

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "child_launch.h"
+#include "headroom/exec/prepared_launch.h"
 #include "headroom/exec/process_runner.h"
 #include "interrupt_signals.h"
 #include "scoped_fd.h"
@@ -89,6 +90,8 @@ class PosixProcessRunner : public ProcessRunner {
   };
 
   Job* Find(JobId id) const;
+  bool StartPrepared(const std::string& command, const JobStartOptions& options, Job* job);
+  JobId Add(std::unique_ptr<Job> job);
   // One ppoll round: reads output, notices exits, and moves finished jobs into *finished.
   void PollOnce(int timeout_ms, std::vector<JobExit>* finished);
   void AddPollFd(int fd, FdRole role, Job* job);
@@ -113,6 +116,10 @@ class PosixProcessRunner : public ProcessRunner {
 JobId PosixProcessRunner::Start(const std::string& command, const JobStartOptions& options, std::string* err) {
   auto job = std::make_unique<Job>();
   job->console = options.use_console;
+  if (options.prepared != nullptr) {
+    if (StartPrepared(command, options, job.get())) return Add(std::move(job));
+    options.prepared->Discard();  // it holds the cgroup the job is about to join
+  }
   ScopedFd output_write;
   if (!job->console) {
     int fds[2];
@@ -133,6 +140,26 @@ JobId PosixProcessRunner::Start(const std::string& command, const JobStartOption
   // Our copy of the write end must go, or EOF would never come.
   output_write.reset();
   if (job->console) BeginWaitingForExit(job.get());
+  return Add(std::move(job));
+}
+
+// A prepared child has joined the job's cgroup ahead of time; a console job or one inheriting a descriptor needs what
+// only the other launch paths set up. false: the job was not started (the caller discards the child).
+bool PosixProcessRunner::StartPrepared(const std::string& command, const JobStartOptions& options, Job* job) {
+  // Normally ready long before: the child joined while its cgroup was a spare. If it is still joining, waiting for it
+  // is never slower than joining afresh; a child stuck far beyond a grace period is given up.
+  constexpr int kPreparedReadyWaitMs = 5'000;
+  if (job->console || options.inherit_fd >= 0) return false;
+  job->start_ms = MonotonicMs();
+  int output_read = -1;
+  std::string hand_err;
+  job->pid = options.prepared->Hand(command, options.environment, kPreparedReadyWaitMs, &output_read, &hand_err);
+  if (job->pid < 0) return false;
+  job->output.reset(output_read);
+  return true;
+}
+
+JobId PosixProcessRunner::Add(std::unique_ptr<Job> job) {
   job->id = next_id_++;
   JobId id = job->id;
   jobs_.push_back(std::move(job));

@@ -18,6 +18,8 @@ namespace headroom {
 
 namespace {
 
+constexpr size_t kMaxSpares = 256;  // emptied job cgroups kept for reuse, at most
+
 bool MakeDir(const std::string& path, std::string* err) {
   if (mkdir(path.c_str(), 0755) == 0 || errno == EEXIST) return true;
   *err = fmt::format("cannot create cgroup {}: {}", path, strerror(errno));
@@ -61,7 +63,11 @@ JobCgroupsOptions DefaultJobCgroupsOptions(const CgroupLayout& layout) {
   JobCgroupsOptions options;
   options.version = layout.memory_version;
   options.parent_dir = layout.memory_dir;
-  if (layout.memory_version == CgroupVersion::kV1) options.v1_freezer_parent_dir = layout.v1_freezer_dir;
+  if (layout.memory_version == CgroupVersion::kV1) {
+    options.v1_freezer_parent_dir = layout.v1_freezer_dir;
+    // v2 jobs are born in their cgroup (clone3), which costs nothing; v1 ones would wait at every start.
+    options.prepare_launches = PreparedLaunch::Supported();
+  }
   options.build_name = fmt::format("headroom-{}", getpid());
   return options;
 }
@@ -118,10 +124,14 @@ bool JobCgroups::SetUpV1(std::string* err) {
 JobCgroups::~JobCgroups() {
   std::string ignored;
   for (auto& [key, job] : jobs_) {
+    DiscardPrepared(job);
     RemoveDir(job.freezer_dir, &ignored);
     RemoveDir(job.dir, &ignored);
   }
-  for (Job& job : spare_) RemoveDir(job.dir, &ignored);
+  for (Job& job : spare_) {
+    DiscardPrepared(job);
+    RemoveDir(job.dir, &ignored);
+  }
   RemoveDir(freezer_build_dir_, &ignored);
   RemoveDir(build_dir_, &ignored);
 }
@@ -149,25 +159,80 @@ std::string JobCgroups::CreateJob(int job_key, std::string* err) {
     if (!MakeDir(dir, err)) return "";
     job = MakeJob(dir);
   }
+  // No child ready for this job: jobs start faster than spares come back, so keep one more spare from now on.
+  if (options_.prepare_launches && !(job.prepared && job.prepared->Poll() == PreparedLaunch::State::kReady)) {
+    AddPreparedSpare();
+  }
   std::string dir = job.dir;
   jobs_[job_key] = std::move(job);
   return dir;
 }
 
+PreparedLaunch* JobCgroups::PreparedLaunchFor(int job_key) {
+  Job* job = Find(job_key);
+  return job ? job->prepared.get() : nullptr;
+}
+
+// The oldest spare whose child is ready, else the oldest (its child has been joining longest).
+size_t JobCgroups::ChooseSpare() {
+  for (size_t i = 0; i < spare_.size(); ++i) {
+    if (spare_[i].prepared && spare_[i].prepared->Poll() == PreparedLaunch::State::kReady) return i;
+  }
+  return 0;
+}
+
 // A spare that cannot be re-armed (a kernel whose memory.peak cannot be reset) is removed instead.
 bool JobCgroups::TakeSpare(Job* job) {
   while (!spare_.empty()) {
-    Job spare = std::move(spare_.back());
-    spare_.pop_back();
+    auto chosen = spare_.begin() + static_cast<std::ptrdiff_t>(ChooseSpare());
+    Job spare = std::move(*chosen);
+    spare_.erase(chosen);
+    if (spare.prepared && spare.prepared->Poll() == PreparedLaunch::State::kFailed) {
+      // It could not join: this cgroup cannot be joined ahead here; the job joins at its start as before.
+      DiscardPrepared(spare);
+      options_.prepare_launches = false;
+    }
     if (Rearm(spare)) {
       *job = std::move(spare);
       return true;
     }
+    DiscardPrepared(spare);
     std::string ignored;
     RemoveDir(spare.dir, &ignored);
     options_.recycle_max_leftover_bytes = 0;  // this kernel cannot reset peaks: stop recycling
   }
   return false;
+}
+
+// Starts a child in the spare that waits for its next job; a failure turns preparing off for the build.
+void JobCgroups::Prepare(Job& spare) {
+  if (!options_.prepare_launches) return;
+  std::string err;
+  spare.prepared = PreparedLaunch::Start(spare.dir, &err);
+  if (!spare.prepared) options_.prepare_launches = false;
+}
+
+// A fresh spare with a child joining it. At most kMaxExtraSpares per build: the burst of starts at the beginning
+// of a build, and jobs shorter than a grace period, need a few more spares than the jobs that run at once.
+void JobCgroups::AddPreparedSpare() {
+  constexpr int kMaxExtraSpares = 16;
+  if (extra_spares_made_ >= kMaxExtraSpares || spare_.size() >= kMaxSpares) return;
+  ++extra_spares_made_;
+  std::string err;
+  std::string dir = fmt::format("{}/job-{}", build_dir_, ++job_dirs_made_);
+  if (!MakeDir(dir, &err)) return;
+  Job spare = MakeJob(dir);
+  Prepare(spare);
+  if (!spare.prepared) {
+    RemoveDir(dir, &err);
+    return;
+  }
+  spare_.push_back(std::move(spare));
+}
+
+void JobCgroups::DiscardPrepared(Job& job) {
+  if (job.prepared) job.prepared->Discard();
+  job.prepared.reset();
 }
 
 // Resets the high-water mark to the current charge (v1: writing 0; v2 >= 6.12: any write, per
@@ -182,7 +247,6 @@ bool JobCgroups::Rearm(Job& job) {
 }
 
 bool JobCgroups::CanRecycle(Job& job) {
-  constexpr size_t kMaxSpares = 256;
   if (options_.recycle_max_leftover_bytes == 0 || !job.freezer_dir.empty() || spare_.size() >= kMaxSpares) {
     return false;
   }
@@ -293,11 +357,13 @@ void JobCgroups::KillAll(int job_key) {
 bool JobCgroups::RemoveJob(int job_key, std::string* err) {
   Job* job = Find(job_key);
   if (job == nullptr) return true;
+  DiscardPrepared(*job);  // a child the job was never handed to (it started another way, or not at all)
   if (!ReadPids(job->dir).empty()) {
     *err = fmt::format("cgroup {} still has processes", job->dir);
     return false;
   }
   if (CanRecycle(*job)) {
+    Prepare(*job);
     spare_.push_back(std::move(*job));
     jobs_.erase(job_key);
     return true;

@@ -83,6 +83,12 @@ std::string JobMeter::PrepareJob(JobId id) {
   return dir;
 }
 
+PreparedLaunch* JobMeter::PreparedLaunchFor(JobId id) {
+  auto it = jobs_.find(id);
+  if (!cgroups_ || it == jobs_.end() || !it->second.in_cgroup) return nullptr;
+  return cgroups_->PreparedLaunchFor(static_cast<int>(id));
+}
+
 void JobMeter::JobStarted(JobId id, pid_t pgid) {
   Job& job = jobs_[id];
   job.pgid = pgid;

@@ -427,6 +427,9 @@ class RealGuardTest : public ::testing::Test {
     JobCgroupsOptions options = DefaultJobCgroupsOptions(layout);
     options.build_name = fmt::format("headroom-guard-test-{}", getpid());
     options.recycle_max_leftover_bytes = 0;
+    // This process plays headroom, and a "dead" headroom here lives on: a prepared child of its would not die with
+    // it (PR_SET_PDEATHSIG) and would keep the watcher waiting for the job cgroups to empty.
+    options.prepare_launches = false;
     std::string err;
     cgroups_ = JobCgroups::Create(options, &err);
     HEADROOM_REQUIRE_OR_SKIP(cgroups_ != nullptr, "cannot create cgroups (root needed): " + err);

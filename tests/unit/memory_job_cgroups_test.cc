@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "headroom/exec/prepared_launch.h"
+#include "headroom/exec/process_runner.h"
 #include "headroom/memory/job_meter.h"
 #include "headroom/memory/memory_probe.h"
 #include "memory_test_support.h"
@@ -241,6 +243,9 @@ class RealCgroupTest : public ::testing::Test {
     HEADROOM_REQUIRE_OR_SKIP(layout_.memory_version != CgroupVersion::kNone, "no cgroup memory controller");
     JobCgroupsOptions options = DefaultJobCgroupsOptions(layout_);
     options.build_name = fmt::format("headroom-test-{}-{}", getpid(), ++counter_);
+    // These jobs are memhog processes that join their cgroup themselves, never handed to a prepared child
+    // (prepared_launch_test.cc covers those); one waiting beside them would only add to their readings.
+    options.prepare_launches = false;
     std::string err;
     auto cgroups = JobCgroups::Create(options, &err);
     HEADROOM_REQUIRE_OR_SKIP(cgroups != nullptr, "cannot create cgroups (root needed): " + err);
@@ -389,6 +394,44 @@ TEST_F(RealCgroupTest, LiveSamplingSeesTheJobsCurrentUsage) {
   meter_->Sample();
   EXPECT_NEAR(static_cast<double>(meter_->CurrentBytes(5)), 120.0 * kMiB, 12.0 * kMiB);
   meter_->Finish(memory_test::ReapMemhog(memhog, 5));
+}
+
+// On v1 each spare cgroup keeps a child that has joined it ahead of time (prepared_launch.h); a job given that cgroup
+// is handed to it, and the cgroups go with their children at the end.
+TEST(JobCgroupsPreparedTest, SparesKeepAPreparedChildThatTheNextJobIsHandedTo) {
+  MemoryProbe probe(MemoryProbeOptions{});
+  HEADROOM_REQUIRE_OR_SKIP(probe.layout().memory_version == CgroupVersion::kV1,
+                           "needs a cgroup v1 memory controller (v2 jobs are born in their cgroup)");
+  JobCgroupsOptions options = DefaultJobCgroupsOptions(probe.layout());
+  EXPECT_EQ(options.prepare_launches, PreparedLaunch::Supported());
+  HEADROOM_REQUIRE_OR_SKIP(geteuid() == 0, "needs root");
+  if (!PreparedLaunch::Supported()) GTEST_SKIP() << "prepared launches are off in sanitized builds (asserted above)";
+  options.build_name = fmt::format("headroom-prepared-test-{}", getpid());
+  std::string err;
+  auto cgroups = JobCgroups::Create(options, &err);
+  ASSERT_NE(cgroups, nullptr) << err;
+  const std::string build_dir = cgroups->build_dir();
+  auto runner = MakePosixProcessRunner();
+  auto run = [&](int key) {
+    JobStartOptions start;
+    start.cgroup_dir = cgroups->CreateJob(key, &err);
+    start.prepared = cgroups->PreparedLaunchFor(key);
+    JobId id = runner->Start("cat /proc/self/cgroup", start, &err);
+    EXPECT_GE(id, 0) << err;
+    std::vector<JobExit> finished;
+    while (finished.empty()) runner->Wait(-1, &finished);
+    EXPECT_NE(finished[0].output.find(start.cgroup_dir.substr(start.cgroup_dir.rfind('/')) + "\n"), std::string::npos)
+        << finished[0].output;
+    EXPECT_TRUE(cgroups->RemoveJob(key, &err)) << err;
+    return start.prepared != nullptr;
+  };
+  // The first job finds no spare and joins a fresh cgroup; one spare is made beside it, its child joining at once.
+  EXPECT_FALSE(run(1));
+  EXPECT_EQ(cgroups->spare_count(), 2u) << "the extra spare and the first job's own";
+  EXPECT_TRUE(run(2)) << "the next job is handed to a waiting child";
+  EXPECT_TRUE(run(3));
+  cgroups.reset();
+  EXPECT_FALSE(Exists(build_dir)) << "spares holding waiting children must go too";
 }
 
 TEST(JobMeterRealTest, DefaultMeterUsesCgroupsWhenRootAndCleansUp) {

@@ -1,12 +1,14 @@
 // Tests for the POSIX ProcessRunner with real processes: exit codes, output capture, process
 // groups, console jobs, timeouts, job signals, interrupts, cgroup joining and resource usage.
 #include "headroom/exec/process_runner.h"
+#include "headroom/exec/prepared_launch.h"
 
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,10 +20,12 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 namespace headroom {
@@ -694,6 +698,178 @@ TEST(ProcessRunnerTest, ConsoleJobCanJoinCgroupToo) {
   EXPECT_EQ(rmdir(dir.c_str()), 0) << strerror(errno);
   ASSERT_GE(id, 0) << err;
   EXPECT_EQ(exit.exit_code, 7);
+}
+
+// --- Prepared launches (prepared_launch.h): a child that joined the job's cgroup ahead of time takes the job.
+
+// A prepared child in a fresh v1 memory cgroup, reported ready; skips (fails in CI) where no cgroup can be made.
+// In sanitized builds prepared launches are off by design: Start says so, and the caller's test ends there.
+struct PreparedInCgroup {
+  std::string dir;
+  std::unique_ptr<PreparedLaunch> launch;
+};
+
+bool StartPreparedInCgroup(const std::string& prefix, PreparedInCgroup* out, std::string* why) {
+  out->dir = MakeTestCgroup(OwnMemoryCgroupDir(), "cgroup v1 memory", prefix, why);
+  if (out->dir.empty()) return false;
+  std::string err;
+  out->launch = PreparedLaunch::Start(out->dir, &err);
+  if (!PreparedLaunch::Supported()) {
+    EXPECT_EQ(out->launch, nullptr);
+    EXPECT_NE(err.find("sanitizers"), std::string::npos) << err;
+    rmdir(out->dir.c_str());
+    *why = "";
+    return false;
+  }
+  EXPECT_NE(out->launch, nullptr) << err;
+  return out->launch != nullptr;
+}
+
+std::vector<pid_t> PidsInCgroup(const std::string& dir) {
+  std::ifstream procs(dir + "/cgroup.procs");
+  std::vector<pid_t> pids;
+  for (pid_t pid; procs >> pid;) pids.push_back(pid);
+  return pids;
+}
+
+#define START_PREPARED_OR_RETURN(prefix, prepared)            \
+  PreparedInCgroup prepared;                                  \
+  {                                                           \
+    std::string why;                                          \
+    if (!StartPreparedInCgroup(prefix, &prepared, &why)) {    \
+      if (!why.empty()) SKIP_OR_FAIL_IN_CI(why);              \
+      return;                                                 \
+    }                                                         \
+  }
+
+TEST(PreparedLaunchTest, AJobHandedToAPreparedChildRunsInItsCgroupWithItsEnvironmentAndGroup) {
+  const int children_before = ChildrenOfThisProcess();
+  START_PREPARED_OR_RETURN("headroom-prepared-run-", prepared);
+  ASSERT_EQ(prepared.launch->Poll(5'000), PreparedLaunch::State::kReady);
+  EXPECT_EQ(PidsInCgroup(prepared.dir).size(), 1u) << "the waiting child is already in the cgroup";
+
+  auto runner = MakePosixProcessRunner();
+  JobStartOptions options;
+  options.cgroup_dir = prepared.dir;
+  options.prepared = prepared.launch.get();
+  options.environment = {"HEADROOM_PREPARED_TEST=handed"};
+  std::string err;
+  JobId id = runner->Start(
+      "cat /proc/self/cgroup; echo \"var=$HEADROOM_PREPARED_TEST\"; read -r pid comm state ppid pgrp rest < /proc/$$/stat;"
+      " echo \"pid=$pid pgrp=$pgrp\"; read -r line; echo \"stdin=[$line]\"; echo done >&2; exit 4",
+      options, &err);
+  ASSERT_GE(id, 0) << err;
+  const pid_t pid = runner->PidOf(id);
+  EXPECT_EQ(runner->ProcessGroupOf(id), pid);
+  JobExit exit = WaitFor(*runner, id);
+  EXPECT_EQ(rmdir(prepared.dir.c_str()), 0) << strerror(errno);
+
+  EXPECT_EQ(exit.ExitStatusCode(), 4);
+  std::string relative = prepared.dir.substr(std::string("/sys/fs/cgroup/memory").size());
+  EXPECT_NE(exit.output.find("memory:" + relative + "\n"), std::string::npos) << exit.output;
+  EXPECT_NE(exit.output.find("var=handed\n"), std::string::npos) << exit.output;
+  EXPECT_NE(exit.output.find(fmt::format("pid={} pgrp={}\n", pid, pid)), std::string::npos) << exit.output;
+  EXPECT_NE(exit.output.find("stdin=[]\n"), std::string::npos) << exit.output;  // /dev/null
+  EXPECT_NE(exit.output.find("done\n"), std::string::npos) << exit.output;
+  EXPECT_EQ(ChildrenOfThisProcess(), children_before);
+}
+
+TEST(PreparedLaunchTest, ADiscardedChildIsReapedAndLeavesItsCgroupEmpty) {
+  const int children_before = ChildrenOfThisProcess();
+  START_PREPARED_OR_RETURN("headroom-prepared-discard-", prepared);
+  ASSERT_EQ(prepared.launch->Poll(5'000), PreparedLaunch::State::kReady);
+  ASSERT_EQ(PidsInCgroup(prepared.dir).size(), 1u);
+  prepared.launch->Discard();
+  EXPECT_TRUE(PidsInCgroup(prepared.dir).empty());
+  EXPECT_EQ(rmdir(prepared.dir.c_str()), 0) << strerror(errno);
+  EXPECT_EQ(ChildrenOfThisProcess(), children_before);
+}
+
+// The waiting child must not hold headroom's own descriptors: a pipe's write end kept open there would hide EOF from
+// its reader (the build guard's watcher waits for exactly that when headroom dies).
+TEST(PreparedLaunchTest, AWaitingChildHoldsNoneOfHeadroomsCloseOnExecDescriptors) {
+  int fds[2];
+  ASSERT_EQ(pipe2(fds, O_CLOEXEC), 0);
+  START_PREPARED_OR_RETURN("headroom-prepared-fds-", prepared);
+  ASSERT_EQ(prepared.launch->Poll(5'000), PreparedLaunch::State::kReady);
+  close(fds[1]);
+  pollfd reader{fds[0], POLLIN, 0};
+  EXPECT_EQ(poll(&reader, 1, 0), 1);
+  EXPECT_NE(reader.revents & POLLHUP, 0) << "the write end is still open somewhere";
+  close(fds[0]);
+  prepared.launch->Discard();
+  EXPECT_EQ(rmdir(prepared.dir.c_str()), 0) << strerror(errno);
+}
+
+TEST(PreparedLaunchTest, AChildThatCannotJoinGivesWayToTheOrdinaryLaunchAndItsError) {
+  if (!PreparedLaunch::Supported()) GTEST_SKIP() << "prepared launches are off in sanitized builds (asserted above)";
+  const int children_before = ChildrenOfThisProcess();
+  std::string err;
+  auto launch = PreparedLaunch::Start("/nonexistent/headroom-cgroup", &err);
+  ASSERT_NE(launch, nullptr) << err;
+  EXPECT_EQ(launch->Poll(5'000), PreparedLaunch::State::kFailed);
+  auto runner = MakePosixProcessRunner();
+  JobStartOptions options;
+  options.cgroup_dir = "/nonexistent/headroom-cgroup";
+  options.prepared = launch.get();
+  EXPECT_EQ(runner->Start("echo should not run", options, &err), -1);
+  EXPECT_NE(err.find("cannot join cgroup '/nonexistent/headroom-cgroup'"), std::string::npos) << err;
+  EXPECT_EQ(ChildrenOfThisProcess(), children_before);
+}
+
+// A console job needs the terminal's process group, which the prepared child left: it is discarded, and the job joins.
+TEST(PreparedLaunchTest, AConsoleJobDiscardsThePreparedChildAndJoinsItself) {
+  START_PREPARED_OR_RETURN("headroom-prepared-console-", prepared);
+  auto runner = MakePosixProcessRunner();
+  JobStartOptions options;
+  options.cgroup_dir = prepared.dir;
+  options.prepared = prepared.launch.get();
+  options.use_console = true;
+  std::string err;
+  JobId id = runner->Start("grep -q " + prepared.dir.substr(std::string("/sys/fs/cgroup/memory").size()) +
+                               " /proc/self/cgroup && exit 7",
+                           options, &err);
+  ASSERT_GE(id, 0) << err;
+  EXPECT_EQ(runner->ProcessGroupOf(id), getpgrp());
+  JobExit exit = WaitFor(*runner, id);
+  EXPECT_EQ(exit.exit_code, 7);
+  EXPECT_TRUE(PidsInCgroup(prepared.dir).empty()) << "the prepared child was left waiting";
+  EXPECT_EQ(rmdir(prepared.dir.c_str()), 0) << strerror(errno);
+}
+
+// A waiting child must not outlive a headroom that dies without discarding it (SIGKILL): PR_SET_PDEATHSIG. Here a
+// forked process plays headroom and exits at once, the child still waiting.
+TEST(PreparedLaunchTest, AWaitingChildDiesWithHeadroom) {
+  START_PREPARED_OR_RETURN("headroom-prepared-orphan-", prepared);
+  prepared.launch->Discard();  // only the cgroup is used below
+  int report[2], proceed[2];
+  ASSERT_EQ(pipe(report), 0);
+  ASSERT_EQ(pipe(proceed), 0);
+  pid_t headroom = fork();
+  ASSERT_GE(headroom, 0);
+  if (headroom == 0) {
+    std::string err;
+    auto launch = PreparedLaunch::Start(prepared.dir, &err);
+    pid_t waiting = 0;
+    if (launch && launch->Poll(5'000) == PreparedLaunch::State::kReady) waiting = PidsInCgroup(prepared.dir).at(0);
+    [[maybe_unused]] ssize_t written = write(report[1], &waiting, sizeof waiting);
+    char go;
+    [[maybe_unused]] ssize_t got = read(proceed[0], &go, 1);
+    _exit(0);  // no destructors: the child is left as a SIGKILLed headroom would leave it
+  }
+  pid_t waiting = 0;
+  ASSERT_EQ(read(report[0], &waiting, sizeof waiting), static_cast<ssize_t>(sizeof waiting));
+  ASSERT_GT(waiting, 0);
+  int pidfd = static_cast<int>(syscall(SYS_pidfd_open, waiting, 0));
+  ASSERT_GE(pidfd, 0) << strerror(errno);
+  ASSERT_EQ(write(proceed[1], "x", 1), 1);
+  int status = 0;
+  ASSERT_EQ(waitpid(headroom, &status, 0), headroom);
+  pollfd exited{pidfd, POLLIN, 0};
+  EXPECT_EQ(poll(&exited, 1, 10'000), 1) << "the waiting child outlived its headroom";
+  close(pidfd);
+  for (int fd : {report[0], report[1], proceed[0], proceed[1]}) close(fd);
+  EXPECT_EQ(rmdir(prepared.dir.c_str()), 0) << strerror(errno);
 }
 
 }  // namespace

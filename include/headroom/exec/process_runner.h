@@ -12,6 +12,7 @@
 
 namespace headroom {
 
+class PreparedLaunch;
 using JobId = int;
 
 struct JobStartOptions {
@@ -26,6 +27,9 @@ struct JobStartOptions {
   // One of headroom's close-on-exec descriptors that this job alone inherits, at the same number
   // (a jobserver channel offered as a pipe pair); -1 for none.
   int inherit_fd = -1;
+  // A child already waiting in cgroup_dir (prepared_launch.h): the job is handed to it when it can take it (not a
+  // console job, no inherit_fd); otherwise it is discarded and the job joins cgroup_dir itself. Owned by the caller.
+  PreparedLaunch* prepared = nullptr;
 };
 
 struct JobExit {

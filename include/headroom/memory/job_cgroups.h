@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "headroom/exec/prepared_launch.h"
 #include "headroom/memory/cgroup_layout.h"
 #include "headroom/memory/kernel_file.h"
 
@@ -32,6 +33,9 @@ struct JobCgroupsOptions {
   // 0 turns recycling off. Its readings are taken relative to what was left, so the bound is also the
   // most a later job's peak can be underestimated by if that leftover is reclaimed while it runs.
   uint64_t recycle_max_leftover_bytes = 4ull << 20;
+  // Keep a child waiting in each spare cgroup (PreparedLaunch), joined ahead of time, for the next job to be handed
+  // to: on v1, where joining at the job's start waits out an RCU grace period. Needs recycling.
+  bool prepare_launches = false;
 };
 
 // Options for this process from its discovered layout ("headroom-<pid>" under the own cgroup).
@@ -47,6 +51,9 @@ class JobCgroups {
 
   // Makes the job's cgroup and returns its directory, for JobStartOptions::cgroup_dir; "" with *err on failure.
   std::string CreateJob(int job_key, std::string* err);
+  // The child waiting in the job's cgroup, for JobStartOptions::prepared; nullptr when there is none. It stays
+  // owned here (a child never handed its job is killed before its cgroup is removed or reused).
+  PreparedLaunch* PreparedLaunchFor(int job_key);
   // Live usage (v2 memory.current, v1 memory.usage_in_bytes); includes the page cache the job made.
   std::optional<uint64_t> CurrentBytes(int job_key);
   // High-water mark of the whole tree (v2 memory.peak, v1 memory.max_usage_in_bytes); nullopt on kernels
@@ -81,11 +88,16 @@ class JobCgroups {
     KernelFile oom_events;
     uint64_t leftover_bytes = 0;      // charge earlier occupants left behind (recycled cgroups)
     uint64_t oom_kills_before = 0;    // OOM kills counted before this job
+    std::unique_ptr<PreparedLaunch> prepared;  // a child waiting in the cgroup (prepare_launches)
   };
 
   explicit JobCgroups(JobCgroupsOptions options) : options_(std::move(options)) {}
   Job MakeJob(const std::string& dir) const;
   bool TakeSpare(Job* job);
+  size_t ChooseSpare();
+  void Prepare(Job& spare);
+  void AddPreparedSpare();
+  static void DiscardPrepared(Job& job);
   bool Rearm(Job& job);
   bool CanRecycle(Job& job);
   bool SetUpV2(std::string* err);
@@ -99,6 +111,7 @@ class JobCgroups {
   std::map<int, Job> jobs_;
   std::vector<Job> spare_;
   int job_dirs_made_ = 0;
+  int extra_spares_made_ = 0;
 };
 
 }  // namespace headroom

@@ -56,6 +56,8 @@ class JobMeter {
   // Before starting job `id`: returns the directory for JobStartOptions::cgroup_dir, or "" when the job
   // will be measured by sampling (also when its cgroup could not be made).
   std::string PrepareJob(JobId id);
+  // The child already waiting in that cgroup, for JobStartOptions::prepared (nullptr: none; the job joins it).
+  PreparedLaunch* PreparedLaunchFor(JobId id);
   // Right after the start: the job's process group (sampled when the job has no cgroup).
   void JobStarted(JobId id, pid_t pgid);
   // Once per tick (every kDefaultSampleIntervalMs or so): refreshes every running job's usage and peak.

@@ -1,0 +1,60 @@
+// Owns prepared launches: a child started ahead of its job (this executable in a waiting mode) that has already
+// joined a cgroup and execs the job's command once handed it, so a job does not wait out the join at its start.
+#pragma once
+
+#include <sys/types.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace headroom {
+
+// Joining a cgroup (writing its cgroup.procs) waits for an RCU grace period, 7-14 ms on the machines measured
+// (docs/memory-observation.md, "Launch latency"). Cgroup v2 avoids it with clone3(CLONE_INTO_CGROUP); on v1 the
+// wait can only be moved off the job's start: a prepared child joins while its cgroup is still a spare. The child
+// shares headroom's memory (nothing is copied or exec'd until the job's own exec) and makes only raw system calls.
+class PreparedLaunch {
+ public:
+  // Whether this build can prepare launches (x86-64, not sanitized).
+  static bool Supported();
+  // Starts the child (own process group, stdin /dev/null, stdout and stderr on a fresh pipe): it joins `cgroup_dir`
+  // and waits for its job. nullptr with *err when it cannot be started.
+  static std::unique_ptr<PreparedLaunch> Start(const std::string& cgroup_dir, std::string* err);
+  // Kills and reaps the child unless it was handed a job.
+  ~PreparedLaunch();
+  PreparedLaunch(const PreparedLaunch&) = delete;
+  PreparedLaunch& operator=(const PreparedLaunch&) = delete;
+
+  enum class State { kJoining, kReady, kFailed };
+  // Where the child stands, after waiting up to timeout_ms for it to report (0: not at all).
+  State Poll(int timeout_ms = 0);
+  // Hands the job to the child: waits up to timeout_ms for it to be ready, lets it exec `/bin/sh -c command` with
+  // the environment overrides ("NAME=value", as JobStartOptions::environment) and waits for that exec, as the other
+  // launch paths do. Returns its pid (also its process group) with the read end of its output pipe in
+  // *output_read_fd, or -1 with *err; the child is then gone and the job must be started another way (which
+  // reports its own error if, say, the exec fails there too).
+  pid_t Hand(const std::string& command, const std::vector<std::string>& environment, int timeout_ms,
+             int* output_read_fd, std::string* err);
+  // Kills and reaps the child now: a cgroup that holds it can neither be removed nor given to a job started another
+  // way.
+  void Discard();
+
+  struct ChildPlan;  // what the child reads from headroom's memory
+
+ private:
+  PreparedLaunch();
+  bool WaitForReport(int timeout_ms);
+  void ReleaseStack();
+
+  std::unique_ptr<ChildPlan> plan_;
+  pid_t pid_ = -1;
+  int control_fd_ = -1;      // headroom's end of the socket pair: the child's reports in, the go-ahead out
+  int output_read_fd_ = -1;  // the job's stdout and stderr
+  void* stack_ = nullptr;    // the child's stack, until it has exec'd or is reaped
+  State state_ = State::kJoining;
+  int join_error_ = 0;
+};
+
+}  // namespace headroom

@@ -1,0 +1,346 @@
+// Implements PreparedLaunch: a child cloned onto headroom's memory (CLONE_VM, its own small stack) that joins a
+// cgroup, reports, waits for the go-ahead and execs the job; headroom's side spawns, polls, hands over and discards.
+#include "headroom/exec/prepared_launch.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "job_command.h"
+#include "scoped_fd.h"
+
+namespace headroom {
+
+// Everything the child needs; it lives in headroom's memory, which the child shares. argv and envp are filled in by
+// Hand just before the go-ahead (the socket's write and read order them).
+struct PreparedLaunch::ChildPlan {
+  const char* procs_path = nullptr;
+  std::string procs_path_storage;
+  int control_fd = -1;          // the child's end of the socket pair
+  int output_write_fd = -1;      // becomes the job's stdout and stderr
+  // headroom's close-on-exec descriptors at the clone (the child's table is a copy), output_write_fd among them. The
+  // child closes them before it waits: headroom's write end of a pipe, held on in a waiting child, would keep its
+  // reader from seeing EOF when headroom closes it (the guard's watcher, for one).
+  std::vector<int> fds_to_close;
+  pid_t headroom_pid = -1;
+  char** argv = nullptr;
+  char** envp = nullptr;
+};
+
+namespace {
+
+using exec_internal::JobEnvironment;
+using exec_internal::kShareMemoryWithChild;
+using exec_internal::MoveAboveStdio;
+using exec_internal::ScopedFd;
+using exec_internal::ShellArgv;
+
+constexpr size_t kChildStackBytes = 64 * 1024;
+
+enum class Stage : int32_t { kReady = 0, kProcessGroup, kRedirectStdio, kJoinCgroup, kExec };
+
+// What the child sends: kReady once it has joined, or the stage that failed with its errno.
+struct Report {
+  Stage stage = Stage::kReady;
+  int32_t error = 0;
+};
+
+#if defined(__x86_64__)
+constexpr bool kCanRunOnSharedMemory = kShareMemoryWithChild;
+
+// The child runs beside headroom on the same memory, and with headroom's thread pointer, so it cannot use libc:
+// errno and every other thread-local would be headroom's. It makes system calls directly; results are -errno.
+long RawSyscall(long number, long a1 = 0, long a2 = 0, long a3 = 0, long a4 = 0) {
+  long result;
+  register long r10 asm("r10") = a4;
+  asm volatile("syscall" : "=a"(result) : "a"(number), "D"(a1), "S"(a2), "d"(a3), "r"(r10) : "rcx", "r11", "memory");
+  return result;
+}
+#else
+constexpr bool kCanRunOnSharedMemory = false;
+long RawSyscall(long, long = 0, long = 0, long = 0, long = 0) { return -ENOSYS; }
+#endif
+
+template <typename T>
+long Arg(T value) {
+  return (long)value;  // pointers and descriptors alike, as the kernel takes them
+}
+
+[[noreturn]] void ChildExit(int code) {
+  for (;;) RawSyscall(SYS_exit, code);
+}
+
+[[noreturn]] void ChildFail(const PreparedLaunch::ChildPlan* plan, Stage stage, long result) {
+  const Report report{stage, static_cast<int32_t>(-result)};
+  RawSyscall(SYS_write, plan->control_fd, Arg(&report), sizeof report);
+  ChildExit(127);
+}
+
+// The kernel's struct sigaction on x86-64 (handler, flags, restorer, mask).
+struct KernelSigaction {
+  void (*handler)(int);
+  unsigned long flags;
+  void (*restorer)();
+  uint64_t mask;
+};
+
+void ChildResetSignals() {
+  const KernelSigaction default_action = {SIG_DFL, 0, nullptr, 0};
+  // SIGKILL and SIGSTOP just fail; that is fine.
+  for (int sig = 1; sig < NSIG; ++sig) {
+    RawSyscall(SYS_rt_sigaction, sig, Arg(&default_action), 0, sizeof default_action.mask);
+  }
+}
+
+bool ChildRedirectStdio(const PreparedLaunch::ChildPlan* plan, long* result) {
+  long null_fd = RawSyscall(SYS_open, Arg("/dev/null"), O_RDONLY);
+  if ((*result = null_fd) < 0) return false;
+  if (null_fd != 0) {
+    if ((*result = RawSyscall(SYS_dup2, null_fd, 0)) < 0) return false;
+    RawSyscall(SYS_close, null_fd);
+  }
+  if ((*result = RawSyscall(SYS_dup2, plan->output_write_fd, 1)) < 0) return false;
+  return (*result = RawSyscall(SYS_dup2, plan->output_write_fd, 2)) >= 0;
+}
+
+long ChildJoinCgroup(const char* procs_path) {
+  long fd = RawSyscall(SYS_open, Arg(procs_path), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return fd;
+  long written = RawSyscall(SYS_write, fd, Arg("0"), 1);  // "0": the writing process
+  RawSyscall(SYS_close, fd);
+  return written;
+}
+
+// The child: all signals blocked (headroom blocked them around the clone) until the job's exec.
+int PreparedChildMain(void* arg) {
+  const auto* plan = static_cast<const PreparedLaunch::ChildPlan*>(arg);
+  // Its own process group, as every non-console job has: a terminal's ^C reaches headroom, not a waiting child.
+  if (long result = RawSyscall(SYS_setpgid, 0, 0); result < 0) ChildFail(plan, Stage::kProcessGroup, result);
+  // It must not outlive headroom while it waits; the check covers a headroom that died before the prctl.
+  RawSyscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL);
+  if (RawSyscall(SYS_getppid) != plan->headroom_pid) ChildExit(0);
+  ChildResetSignals();
+  long result = 0;
+  if (!ChildRedirectStdio(plan, &result)) ChildFail(plan, Stage::kRedirectStdio, result);
+  for (int fd : plan->fds_to_close) RawSyscall(SYS_close, fd);
+  if ((result = ChildJoinCgroup(plan->procs_path)) < 0) ChildFail(plan, Stage::kJoinCgroup, result);
+  const Report ready;
+  RawSyscall(SYS_write, plan->control_fd, Arg(&ready), sizeof ready);
+
+  char go = 0;
+  if (RawSyscall(SYS_read, plan->control_fd, Arg(&go), 1) != 1) ChildExit(0);  // discarded
+  // A job runs on when headroom dies, as one started the ordinary way does.
+  RawSyscall(SYS_prctl, PR_SET_PDEATHSIG, 0);
+  const uint64_t empty_mask = 0;
+  RawSyscall(SYS_rt_sigprocmask, SIG_SETMASK, Arg(&empty_mask), 0, sizeof empty_mask);
+  // Its copy of the socket is close-on-exec: headroom's end reads EOF once the exec has happened.
+  result = RawSyscall(SYS_execve, Arg(plan->argv[0]), Arg(plan->argv), Arg(plan->envp));
+  ChildFail(plan, Stage::kExec, result);
+}
+
+std::string DescribeFailure(const Report& report, const std::string& procs_path) {
+  const char* reason = std::strerror(report.error);
+  switch (report.stage) {
+    case Stage::kReady: break;
+    case Stage::kProcessGroup: return fmt::format("setpgid in prepared child: {}", reason);
+    case Stage::kRedirectStdio: return fmt::format("redirecting prepared child's stdio: {}", reason);
+    case Stage::kJoinCgroup: return fmt::format("prepared child cannot join '{}': {}", procs_path, reason);
+    case Stage::kExec: return fmt::format("exec {}: {}", exec_internal::kShell, reason);
+  }
+  return fmt::format("prepared child failed: {}", reason);
+}
+
+bool ReadReport(int fd, Report* report, bool* eof) {
+  ssize_t n;
+  do {
+    n = ::read(fd, report, sizeof *report);
+  } while (n < 0 && errno == EINTR);
+  *eof = n == 0;
+  return n == static_cast<ssize_t>(sizeof *report);
+}
+
+// Every open descriptor of this process that is close-on-exec, but `keep`.
+bool ListCloseOnExecDescriptors(int keep, std::vector<int>* fds, std::string* err) {
+  DIR* dir = ::opendir("/proc/self/fd");
+  if (dir == nullptr) {
+    *err = fmt::format("/proc/self/fd: {}", std::strerror(errno));
+    return false;
+  }
+  const int listing_fd = ::dirfd(dir);
+  while (const dirent* entry = ::readdir(dir)) {
+    if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
+    const int fd = std::atoi(entry->d_name);
+    if (fd == listing_fd || fd == keep) continue;
+    const int flags = ::fcntl(fd, F_GETFD);
+    if (flags >= 0 && (flags & FD_CLOEXEC) != 0) fds->push_back(fd);
+  }
+  ::closedir(dir);
+  return true;
+}
+
+void Reap(pid_t pid) {
+  while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+  }
+}
+
+}  // namespace
+
+bool PreparedLaunch::Supported() { return kCanRunOnSharedMemory; }
+
+PreparedLaunch::PreparedLaunch() : plan_(std::make_unique<ChildPlan>()) {}
+
+std::unique_ptr<PreparedLaunch> PreparedLaunch::Start(const std::string& cgroup_dir, std::string* err) {
+  if (!Supported()) {
+    *err = "prepared launches need x86-64 and a build without sanitizers";
+    return nullptr;
+  }
+  int sockets[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sockets) != 0) {
+    *err = fmt::format("socketpair: {}", std::strerror(errno));
+    return nullptr;
+  }
+  ScopedFd control(MoveAboveStdio(sockets[0]));
+  ScopedFd child_control(MoveAboveStdio(sockets[1]));
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    *err = fmt::format("pipe: {}", std::strerror(errno));
+    return nullptr;
+  }
+  ScopedFd output_read(MoveAboveStdio(pipe_fds[0]));
+  ScopedFd output_write(MoveAboveStdio(pipe_fds[1]));
+  if (!control.valid() || !child_control.valid() || !output_read.valid() || !output_write.valid()) {
+    *err = fmt::format("fcntl: {}", std::strerror(errno));
+    return nullptr;
+  }
+  std::unique_ptr<PreparedLaunch> launch(new PreparedLaunch());
+  launch->stack_ = ::mmap(nullptr, kChildStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (launch->stack_ == MAP_FAILED) {
+    launch->stack_ = nullptr;
+    *err = fmt::format("mmap: {}", std::strerror(errno));
+    return nullptr;
+  }
+  ChildPlan& plan = *launch->plan_;
+  plan.procs_path_storage = cgroup_dir + "/cgroup.procs";
+  plan.procs_path = plan.procs_path_storage.c_str();
+  plan.control_fd = child_control.get();
+  plan.output_write_fd = output_write.get();
+  if (!ListCloseOnExecDescriptors(plan.control_fd, &plan.fds_to_close, err)) return nullptr;
+  plan.headroom_pid = ::getpid();
+
+  sigset_t all_signals, saved_mask;
+  sigfillset(&all_signals);
+  pthread_sigmask(SIG_SETMASK, &all_signals, &saved_mask);
+  pid_t pid = ::clone(PreparedChildMain, static_cast<char*>(launch->stack_) + kChildStackBytes, CLONE_VM | SIGCHLD,
+                      &plan);
+  const int clone_error = errno;
+  pthread_sigmask(SIG_SETMASK, &saved_mask, nullptr);
+  if (pid < 0) {
+    *err = fmt::format("clone: {}", std::strerror(clone_error));
+    return nullptr;  // the destructor unmaps the stack
+  }
+  launch->pid_ = pid;
+  launch->control_fd_ = control.release();
+  launch->output_read_fd_ = output_read.release();
+  return launch;  // child_control and output_write close here: the child has its own copies
+}
+
+PreparedLaunch::~PreparedLaunch() { Discard(); }
+
+void PreparedLaunch::Discard() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    Reap(pid_);
+    pid_ = -1;
+  }
+  ReleaseStack();
+  if (control_fd_ >= 0) ::close(control_fd_);
+  if (output_read_fd_ >= 0) ::close(output_read_fd_);
+  control_fd_ = output_read_fd_ = -1;
+  state_ = State::kFailed;
+}
+
+// Only once the child has exec'd or been reaped: until then it runs on this stack.
+void PreparedLaunch::ReleaseStack() {
+  if (stack_ != nullptr) ::munmap(stack_, kChildStackBytes);
+  stack_ = nullptr;
+}
+
+PreparedLaunch::State PreparedLaunch::Poll(int timeout_ms) {
+  WaitForReport(timeout_ms);
+  return state_;
+}
+
+bool PreparedLaunch::WaitForReport(int timeout_ms) {
+  if (state_ != State::kJoining) return state_ == State::kReady;
+  pollfd target = {control_fd_, POLLIN, 0};
+  int ready;
+  do {
+    ready = ::poll(&target, 1, timeout_ms);
+  } while (ready < 0 && errno == EINTR);
+  if (ready == 0) return false;  // still joining
+  Report report;
+  bool eof = false;
+  if (ready < 0 || !ReadReport(control_fd_, &report, &eof)) {
+    state_ = State::kFailed;  // it died before it could say
+    return false;
+  }
+  join_error_ = report.stage == Stage::kReady ? 0 : report.error;
+  state_ = report.stage == Stage::kReady ? State::kReady : State::kFailed;
+  if (state_ == State::kFailed) join_error_ = report.error != 0 ? report.error : EIO;
+  return state_ == State::kReady;
+}
+
+pid_t PreparedLaunch::Hand(const std::string& command, const std::vector<std::string>& environment, int timeout_ms,
+                           int* output_read_fd, std::string* err) {
+  if (!WaitForReport(timeout_ms)) {
+    *err = state_ == State::kJoining ? fmt::format("prepared child still joining its cgroup after {} ms", timeout_ms)
+           : join_error_ != 0 ? fmt::format("prepared child failed: {}", std::strerror(join_error_))
+                              : std::string("prepared child exited");
+    Discard();
+    return -1;
+  }
+  // Both live on this frame until the exec below has happened, which this call waits for.
+  ShellArgv shell(command);
+  JobEnvironment job_environment(environment);
+  plan_->argv = shell.argv;
+  plan_->envp = job_environment.envp();
+  const char go = 1;
+  if (::send(control_fd_, &go, 1, MSG_NOSIGNAL) != 1) {
+    *err = fmt::format("starting the prepared child: {}", std::strerror(errno));
+    Discard();
+    return -1;
+  }
+  Report report;
+  bool eof = false;
+  const bool reported = ReadReport(control_fd_, &report, &eof);
+  if (!eof) {  // EOF is the exec; anything else, a failure
+    *err = reported ? DescribeFailure(report, plan_->procs_path_storage)
+                    : fmt::format("waiting for the prepared child's exec: {}", std::strerror(errno));
+    Discard();
+    return -1;
+  }
+  ReleaseStack();
+  ::close(std::exchange(control_fd_, -1));
+  *output_read_fd = std::exchange(output_read_fd_, -1);
+  state_ = State::kFailed;  // spent
+  return std::exchange(pid_, -1);
+}
+
+}  // namespace headroom
