@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -35,10 +36,11 @@ struct PreparedLaunch::ChildPlan {
   std::string procs_path_storage;
   int control_fd = -1;          // the child's end of the socket pair
   int output_write_fd = -1;      // becomes the job's stdout and stderr
-  // headroom's close-on-exec descriptors at the clone (the child's table is a copy), output_write_fd among them. The
-  // child closes them before it waits: headroom's write end of a pipe, held on in a waiting child, would keep its
-  // reader from seeing EOF when headroom closes it (the guard's watcher, for one).
-  std::vector<int> fds_to_close;
+  // Descriptors headroom inherited without close-on-exec (a make jobserver's, say), sorted: the job inherits them as
+  // every job does. The child closes every other descriptor above stdio but its control socket before it waits:
+  // headroom's write end of a pipe, held on in a waiting child, would keep its reader from seeing EOF when headroom
+  // closes it (the guard's watcher, for one).
+  const std::vector<int>* inheritable_fds = nullptr;
   pid_t headroom_pid = -1;
   char** argv = nullptr;
   char** envp = nullptr;
@@ -54,7 +56,7 @@ using exec_internal::ShellArgv;
 
 constexpr size_t kChildStackBytes = 64 * 1024;
 
-enum class Stage : int32_t { kReady = 0, kProcessGroup, kRedirectStdio, kJoinCgroup, kExec };
+enum class Stage : int32_t { kReady = 0, kProcessGroup, kRedirectStdio, kCloseDescriptors, kJoinCgroup, kExec };
 
 // What the child sends: kReady once it has joined, or the stage that failed with its errno.
 struct Report {
@@ -120,6 +122,34 @@ bool ChildRedirectStdio(const PreparedLaunch::ChildPlan* plan, long* result) {
   return (*result = RawSyscall(SYS_dup2, plan->output_write_fd, 2)) >= 0;
 }
 
+// close_range (Linux 5.9) over everything above stdio but the control socket and the inheritable descriptors; an
+// inheritable number headroom has since reused for one of its own (close-on-exec) goes too.
+long ChildCloseDescriptors(const PreparedLaunch::ChildPlan* plan) {
+  constexpr unsigned kLast = ~0u;
+  unsigned next = 3;
+  auto close_below = [&](int kept) -> long {
+    if (kept < static_cast<int>(next)) return 0;
+    long result = kept > static_cast<int>(next) ? RawSyscall(SYS_close_range, next, kept - 1, 0) : 0;
+    next = static_cast<unsigned>(kept) + 1;
+    return result;
+  };
+  const std::vector<int>& inheritable = *plan->inheritable_fds;
+  size_t i = 0;
+  for (; i < inheritable.size() && inheritable[i] < plan->control_fd; ++i) {
+    if (long result = close_below(inheritable[i]); result < 0) return result;
+  }
+  if (long result = close_below(plan->control_fd); result < 0) return result;
+  for (; i < inheritable.size(); ++i) {
+    if (long result = close_below(inheritable[i]); result < 0) return result;
+  }
+  if (long result = RawSyscall(SYS_close_range, next, kLast, 0); result < 0) return result;
+  for (int fd : inheritable) {
+    long flags = RawSyscall(SYS_fcntl, fd, F_GETFD);
+    if (fd != plan->control_fd && flags >= 0 && (flags & FD_CLOEXEC) != 0) RawSyscall(SYS_close, fd);
+  }
+  return 0;
+}
+
 long ChildJoinCgroup(const char* procs_path) {
   long fd = RawSyscall(SYS_open, Arg(procs_path), O_WRONLY | O_CLOEXEC);
   if (fd < 0) return fd;
@@ -139,7 +169,7 @@ int PreparedChildMain(void* arg) {
   ChildResetSignals();
   long result = 0;
   if (!ChildRedirectStdio(plan, &result)) ChildFail(plan, Stage::kRedirectStdio, result);
-  for (int fd : plan->fds_to_close) RawSyscall(SYS_close, fd);
+  if ((result = ChildCloseDescriptors(plan)) < 0) ChildFail(plan, Stage::kCloseDescriptors, result);
   if ((result = ChildJoinCgroup(plan->procs_path)) < 0) ChildFail(plan, Stage::kJoinCgroup, result);
   const Report ready;
   RawSyscall(SYS_write, plan->control_fd, Arg(&ready), sizeof ready);
@@ -161,6 +191,7 @@ std::string DescribeFailure(const Report& report, const std::string& procs_path)
     case Stage::kReady: break;
     case Stage::kProcessGroup: return fmt::format("setpgid in prepared child: {}", reason);
     case Stage::kRedirectStdio: return fmt::format("redirecting prepared child's stdio: {}", reason);
+    case Stage::kCloseDescriptors: return fmt::format("closing headroom's descriptors in prepared child: {}", reason);
     case Stage::kJoinCgroup: return fmt::format("prepared child cannot join '{}': {}", procs_path, reason);
     case Stage::kExec: return fmt::format("exec {}: {}", exec_internal::kShell, reason);
   }
@@ -176,23 +207,53 @@ bool ReadReport(int fd, Report* report, bool* eof) {
   return n == static_cast<ssize_t>(sizeof *report);
 }
 
-// Every open descriptor of this process that is close-on-exec, but `keep`.
-bool ListCloseOnExecDescriptors(int keep, std::vector<int>* fds, std::string* err) {
-  DIR* dir = ::opendir("/proc/self/fd");
-  if (dir == nullptr) {
-    *err = fmt::format("/proc/self/fd: {}", std::strerror(errno));
-    return false;
+// The descriptors above stdio this process holds without close-on-exec: those it inherited, since headroom opens its
+// own close-on-exec. Listed once (a listing per launch costs more than the launch saves on trivial jobs).
+const std::vector<int>& InheritableDescriptors() {
+  static const std::vector<int> fds = [] {
+    std::vector<int> found;
+    DIR* dir = ::opendir("/proc/self/fd");
+    if (dir == nullptr) return found;
+    const int listing_fd = ::dirfd(dir);
+    while (const dirent* entry = ::readdir(dir)) {
+      if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
+      const int fd = std::atoi(entry->d_name);
+      const int flags = fd > 2 && fd != listing_fd ? ::fcntl(fd, F_GETFD) : -1;
+      if (flags >= 0 && (flags & FD_CLOEXEC) == 0) found.push_back(fd);
+    }
+    ::closedir(dir);
+    std::sort(found.begin(), found.end());
+    return found;
+  }();
+  return fds;
+}
+
+// Stacks of children that have exec'd or been reaped, kept for the next ones: a fresh mapping per launch costs its
+// page faults every time.
+std::vector<void*>& FreeStacks() {
+  static std::vector<void*> stacks;
+  return stacks;
+}
+
+void* AcquireStack() {
+  std::vector<void*>& stacks = FreeStacks();
+  if (!stacks.empty()) {
+    void* stack = stacks.back();
+    stacks.pop_back();
+    return stack;
   }
-  const int listing_fd = ::dirfd(dir);
-  while (const dirent* entry = ::readdir(dir)) {
-    if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
-    const int fd = std::atoi(entry->d_name);
-    if (fd == listing_fd || fd == keep) continue;
-    const int flags = ::fcntl(fd, F_GETFD);
-    if (flags >= 0 && (flags & FD_CLOEXEC) != 0) fds->push_back(fd);
+  void* stack = ::mmap(nullptr, kChildStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  return stack == MAP_FAILED ? nullptr : stack;
+}
+
+void GiveBackStack(void* stack) {
+  constexpr size_t kMaxFreeStacks = 64;
+  std::vector<void*>& stacks = FreeStacks();
+  if (stacks.size() < kMaxFreeStacks) {
+    stacks.push_back(stack);
+  } else {
+    ::munmap(stack, kChildStackBytes);
   }
-  ::closedir(dir);
-  return true;
 }
 
 void Reap(pid_t pid) {
@@ -230,9 +291,8 @@ std::unique_ptr<PreparedLaunch> PreparedLaunch::Start(const std::string& cgroup_
     return nullptr;
   }
   std::unique_ptr<PreparedLaunch> launch(new PreparedLaunch());
-  launch->stack_ = ::mmap(nullptr, kChildStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-  if (launch->stack_ == MAP_FAILED) {
-    launch->stack_ = nullptr;
+  launch->stack_ = AcquireStack();
+  if (launch->stack_ == nullptr) {
     *err = fmt::format("mmap: {}", std::strerror(errno));
     return nullptr;
   }
@@ -241,7 +301,7 @@ std::unique_ptr<PreparedLaunch> PreparedLaunch::Start(const std::string& cgroup_
   plan.procs_path = plan.procs_path_storage.c_str();
   plan.control_fd = child_control.get();
   plan.output_write_fd = output_write.get();
-  if (!ListCloseOnExecDescriptors(plan.control_fd, &plan.fds_to_close, err)) return nullptr;
+  plan.inheritable_fds = &InheritableDescriptors();
   plan.headroom_pid = ::getpid();
 
   sigset_t all_signals, saved_mask;
@@ -278,7 +338,7 @@ void PreparedLaunch::Discard() {
 
 // Only once the child has exec'd or been reaped: until then it runs on this stack.
 void PreparedLaunch::ReleaseStack() {
-  if (stack_ != nullptr) ::munmap(stack_, kChildStackBytes);
+  if (stack_ != nullptr) GiveBackStack(stack_);
   stack_ = nullptr;
 }
 
