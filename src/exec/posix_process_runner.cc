@@ -147,8 +147,9 @@ JobId PosixProcessRunner::Start(const std::string& command, const JobStartOption
 // only the other launch paths set up. false: the job was not started (the caller discards the child).
 bool PosixProcessRunner::StartPrepared(const std::string& command, const JobStartOptions& options, Job* job) {
   // Normally ready long before: the child joined while its cgroup was a spare. If it is still joining, waiting for it
-  // is never slower than joining afresh; a child stuck far beyond a grace period is given up.
-  constexpr int kPreparedReadyWaitMs = 5'000;
+  // is never slower than joining afresh; a child stuck far beyond a grace period (~10 ms) is given up, so a stuck one
+  // costs the build loop a second at most.
+  constexpr int kPreparedReadyWaitMs = 1'000;
   if (job->console || options.inherit_fd >= 0) return false;
   job->start_ms = MonotonicMs();
   int output_read = -1;
