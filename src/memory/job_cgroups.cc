@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -204,9 +205,25 @@ bool JobCgroups::TakeSpare(Job* job) {
   return false;
 }
 
+// Waiting children at most. A prepared spare holds five of headroom's descriptors (the child's socket and output
+// pipe, the cgroup's three counter files), which must not crowd out the jobs' own: none below the common 1024 of
+// RLIMIT_NOFILE, a thirty-second of it above (1024: 32 children, 160 descriptors), 64 at most.
+static size_t MaxPreparedChildren() {
+  static const size_t most = [] {
+    constexpr size_t kMost = 64;
+    constexpr rlim_t kSmallLimit = 1024;
+    rlimit limit{};
+    if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return kMost;
+    if (limit.rlim_cur < kSmallLimit) return size_t{0};
+    return std::min<size_t>(kMost, limit.rlim_cur / 32);
+  }();
+  return most;
+}
+
 // Starts a child in the spare that waits for its next job; a failure turns preparing off for the build.
 void JobCgroups::Prepare(Job& spare) {
-  if (!options_.prepare_launches) return;
+  const auto waiting = std::count_if(spare_.begin(), spare_.end(), [](const Job& job) { return job.prepared != nullptr; });
+  if (!options_.prepare_launches || static_cast<size_t>(waiting) >= MaxPreparedChildren()) return;
   std::string err;
   spare.prepared = PreparedLaunch::Start(spare.dir, &err);
   if (!spare.prepared) options_.prepare_launches = false;
