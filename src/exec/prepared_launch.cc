@@ -361,9 +361,8 @@ bool PreparedLaunch::WaitForReport(int timeout_ms) {
     state_ = State::kFailed;  // it died before it could say
     return false;
   }
-  join_error_ = report.stage == Stage::kReady ? 0 : report.error;
   state_ = report.stage == Stage::kReady ? State::kReady : State::kFailed;
-  if (state_ == State::kFailed) join_error_ = report.error != 0 ? report.error : EIO;
+  if (state_ == State::kFailed) failure_ = DescribeFailure(report, plan_->procs_path_storage);
   return state_ == State::kReady;
 }
 
@@ -371,8 +370,8 @@ pid_t PreparedLaunch::Hand(const std::string& command, const std::vector<std::st
                            int* output_read_fd, std::string* err) {
   if (!WaitForReport(timeout_ms)) {
     *err = state_ == State::kJoining ? fmt::format("prepared child still joining its cgroup after {} ms", timeout_ms)
-           : join_error_ != 0 ? fmt::format("prepared child failed: {}", std::strerror(join_error_))
-                              : std::string("prepared child exited");
+           : !failure_.empty() ? failure_
+                               : std::string("prepared child exited");
     Discard();
     return -1;
   }

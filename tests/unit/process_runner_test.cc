@@ -808,6 +808,10 @@ TEST(PreparedLaunchTest, AChildThatCannotJoinGivesWayToTheOrdinaryLaunchAndItsEr
   auto launch = PreparedLaunch::Start("/nonexistent/headroom-cgroup", &err);
   ASSERT_NE(launch, nullptr) << err;
   EXPECT_EQ(launch->Poll(5'000), PreparedLaunch::State::kFailed);
+  int output_read = -1;
+  std::string hand_err;
+  EXPECT_EQ(launch->Hand("echo should not run", {}, 0, &output_read, &hand_err), -1);
+  EXPECT_NE(hand_err.find("cannot join '/nonexistent/headroom-cgroup/cgroup.procs'"), std::string::npos) << hand_err;
   auto runner = MakePosixProcessRunner();
   JobStartOptions options;
   options.cgroup_dir = "/nonexistent/headroom-cgroup";

@@ -54,7 +54,7 @@ class PreparedLaunch {
   int output_read_fd_ = -1;  // the job's stdout and stderr
   void* stack_ = nullptr;    // the child's stack, until it has exec'd or is reaped
   State state_ = State::kJoining;
-  int join_error_ = 0;
+  std::string failure_;  // what the child reported when it could not get ready; "" if it said nothing
 };
 
 }  // namespace headroom
