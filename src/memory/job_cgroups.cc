@@ -220,10 +220,15 @@ static size_t MaxPreparedChildren() {
   return most;
 }
 
+bool JobCgroups::CanPrepareAnother() const {
+  if (!options_.prepare_launches) return false;
+  const auto waiting = std::count_if(spare_.begin(), spare_.end(), [](const Job& job) { return job.prepared != nullptr; });
+  return static_cast<size_t>(waiting) < MaxPreparedChildren();
+}
+
 // Starts a child in the spare that waits for its next job; a failure turns preparing off for the build.
 void JobCgroups::Prepare(Job& spare) {
-  const auto waiting = std::count_if(spare_.begin(), spare_.end(), [](const Job& job) { return job.prepared != nullptr; });
-  if (!options_.prepare_launches || static_cast<size_t>(waiting) >= MaxPreparedChildren()) return;
+  if (!CanPrepareAnother()) return;
   std::string err;
   spare.prepared = PreparedLaunch::Start(spare.dir, &err);
   if (!spare.prepared) options_.prepare_launches = false;
@@ -233,7 +238,8 @@ void JobCgroups::Prepare(Job& spare) {
 // of a build, and jobs shorter than a grace period, need a few more spares than the jobs that run at once.
 void JobCgroups::AddPreparedSpare() {
   constexpr int kMaxExtraSpares = 16;
-  if (extra_spares_made_ >= kMaxExtraSpares || spare_.size() >= kMaxSpares) return;
+  // Checked before the directory is made: a spare made only to be removed again (no child allowed) is work for nothing.
+  if (extra_spares_made_ >= kMaxExtraSpares || spare_.size() >= kMaxSpares || !CanPrepareAnother()) return;
   ++extra_spares_made_;
   std::string err;
   std::string dir = fmt::format("{}/job-{}", build_dir_, ++job_dirs_made_);

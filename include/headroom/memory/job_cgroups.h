@@ -95,6 +95,7 @@ class JobCgroups {
   Job MakeJob(const std::string& dir) const;
   bool TakeSpare(Job* job);
   size_t ChooseSpare();
+  bool CanPrepareAnother() const;
   void Prepare(Job& spare);
   void AddPreparedSpare();
   static void DiscardPrepared(Job& job);
