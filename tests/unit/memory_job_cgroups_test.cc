@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <fstream>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -416,14 +417,20 @@ TEST(JobCgroupsPreparedTest, SparesKeepAPreparedChildThatTheNextJobIsHandedTo) {
     JobStartOptions start;
     start.cgroup_dir = cgroups->CreateJob(key, &err);
     start.prepared = cgroups->PreparedLaunchFor(key);
+    // A ready child is the cgroup's only process; the job must run as it (not fall back to a join).
+    const bool ready = start.prepared && start.prepared->Poll(5'000) == PreparedLaunch::State::kReady;
+    std::ifstream procs(start.cgroup_dir + "/cgroup.procs");
+    pid_t waiting = -1;
+    procs >> waiting;
     JobId id = runner->Start("cat /proc/self/cgroup", start, &err);
     EXPECT_GE(id, 0) << err;
+    if (ready) EXPECT_EQ(runner->PidOf(id), waiting);
     std::vector<JobExit> finished;
     while (finished.empty()) runner->Wait(-1, &finished);
     EXPECT_NE(finished[0].output.find(start.cgroup_dir.substr(start.cgroup_dir.rfind('/')) + "\n"), std::string::npos)
         << finished[0].output;
     EXPECT_TRUE(cgroups->RemoveJob(key, &err)) << err;
-    return start.prepared != nullptr;
+    return ready;
   };
   // The first job finds no spare and joins a fresh cgroup; one spare is made beside it, its child joining at once.
   EXPECT_FALSE(run(1));

@@ -746,7 +746,8 @@ TEST(PreparedLaunchTest, AJobHandedToAPreparedChildRunsInItsCgroupWithItsEnviron
   const int children_before = ChildrenOfThisProcess();
   START_PREPARED_OR_RETURN("headroom-prepared-run-", prepared);
   ASSERT_EQ(prepared.launch->Poll(5'000), PreparedLaunch::State::kReady);
-  EXPECT_EQ(PidsInCgroup(prepared.dir).size(), 1u) << "the waiting child is already in the cgroup";
+  const std::vector<pid_t> waiting = PidsInCgroup(prepared.dir);
+  ASSERT_EQ(waiting.size(), 1u) << "the waiting child is already in the cgroup";
 
   auto runner = MakePosixProcessRunner();
   JobStartOptions options;
@@ -760,6 +761,7 @@ TEST(PreparedLaunchTest, AJobHandedToAPreparedChildRunsInItsCgroupWithItsEnviron
       options, &err);
   ASSERT_GE(id, 0) << err;
   const pid_t pid = runner->PidOf(id);
+  EXPECT_EQ(pid, waiting[0]) << "the job ran as the waiting child, not through the ordinary launch";
   EXPECT_EQ(runner->ProcessGroupOf(id), pid);
   JobExit exit = WaitFor(*runner, id);
   EXPECT_EQ(rmdir(prepared.dir.c_str()), 0) << strerror(errno);
