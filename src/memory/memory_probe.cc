@@ -1,6 +1,8 @@
 // MemoryProbe: budget (tightest limit), availability (minus unreclaimable usage) and a short PSI window.
 #include "headroom/memory/memory_probe.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <optional>
 
@@ -35,7 +37,23 @@ struct MemoryProbe::LimitLevel {
 struct MemoryProbe::PressureSource {
   KernelFile file;
   PressureWindow window;
+  bool machine_wide = false;  // /proc/pressure/memory: every task on the machine, whatever its cgroup
 };
+
+namespace {
+
+// The machine's root cgroup, not a container's namespace root (whose PSI is its own): every cgroup but the real
+// root has a cgroup.type file.
+bool IsUnifiedRoot(const CgroupLayout& layout) {
+  auto trimmed = [](std::string_view path) {
+    while (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
+    return path;
+  };
+  return trimmed(layout.v2_dir) == trimmed(layout.v2_mount_point) &&
+         access((layout.v2_dir + "/cgroup.type").c_str(), F_OK) != 0;
+}
+
+}  // namespace
 
 MemoryProbe::MemoryProbe(MemoryProbeOptions options) : options_(std::move(options)) {
   if (options_.clock == nullptr) {
@@ -61,12 +79,14 @@ MemoryProbe::MemoryProbe(MemoryProbeOptions options) : options_(std::move(option
     }
   }
   // The cgroup's own pressure first (it sees stalls caused by our limit), then the whole machine's.
-  auto add_pressure = [&](std::string path) {
-    pressure_sources_.push_back(
-        {KernelFile(std::move(path)), PressureWindow(options_.pressure_window_ms, options_.pressure_min_span_ms)});
+  auto add_pressure = [&](std::string path, bool machine_wide) {
+    pressure_sources_.push_back({KernelFile(std::move(path)),
+                                 PressureWindow(options_.pressure_window_ms, options_.pressure_min_span_ms),
+                                 machine_wide});
   };
-  if (!layout_.v2_dir.empty()) add_pressure(layout_.v2_dir + "/memory.pressure");
-  add_pressure(options_.root + "/proc/pressure/memory");
+  // The unified tree's root cgroup has PSI files too on newer kernels (seen on 6.18): they count every task.
+  if (!layout_.v2_dir.empty()) add_pressure(layout_.v2_dir + "/memory.pressure", IsUnifiedRoot(layout_));
+  add_pressure(options_.root + "/proc/pressure/memory", true);
 }
 
 MemoryProbe::~MemoryProbe() = default;
@@ -188,6 +208,15 @@ bool MemoryProbe::ReadLevelHeadroom(LimitLevel& level, uint64_t level_limit, uin
   return true;
 }
 
+// Where a cgroup's limit binds the build and the machine has that whole limit available besides what is in use,
+// the build's jobs cannot make the machine short. Stalls the machine's PSI counts then happen in other cgroups at
+// their own limits (on cgroup v1, /proc/pressure/memory is the only PSI there is): holding the build back helps
+// nobody, and one container thrashing at its limit would stop admission in every build beside it. Stalls at the
+// build's own limit show in its cgroup's PSI where there is one (v2), and as headroom below the reserve.
+bool MemoryProbe::MachineHasRoomForTheLimit(const MemoryReading& reading) {
+  return reading.from_cgroup && reading.mem_available_bytes >= reading.limit_bytes;
+}
+
 void MemoryProbe::ReadPressure(int64_t now_ms, MemoryReading* reading) {
   std::string text, err;
   for (PressureSource& source : pressure_sources_) {
@@ -200,11 +229,12 @@ void MemoryProbe::ReadPressure(int64_t now_ms, MemoryReading* reading) {
       Warn("psi:" + source.file.path(), fmt::format("memory pressure: cannot parse {}", source.file.path()));
       continue;
     }
-    // Both sources stall the build, so the worse one counts.
+    // Both sources stall the build, so the worse one counts; the machine's only while the machine is short.
     PressureWindow::Percent percent = source.window.Add(now_ms, *snapshot);
+    reading->pressure_known = true;
+    if (source.machine_wide && MachineHasRoomForTheLimit(*reading)) continue;
     reading->pressure_some_pct = std::max(reading->pressure_some_pct, percent.some);
     reading->pressure_full_pct = std::max(reading->pressure_full_pct, percent.full);
-    reading->pressure_known = true;
   }
 }
 

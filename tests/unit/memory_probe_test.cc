@@ -131,6 +131,8 @@ TEST(MemoryProbeTest, HybridUsesV1MemoryAndUnifiedPressure) {
   FakeRoot fake;
   WriteV1(fake, /*with_unified_tree=*/true);
   fake.Write("sys/fs/cgroup/memory/ci/box/memory.limit_in_bytes", std::to_string(3 * kGiB));
+  // Not the machine's root cgroup (that one has no cgroup.type): its PSI is this process's own.
+  fake.Write("sys/fs/cgroup/unified/cgroup.type", "domain\n");
   fake.Write("sys/fs/cgroup/unified/memory.pressure",
              "some avg10=7.00 avg60=0.00 avg300=0.00 total=10\nfull avg10=2.00 avg60=0.00 avg300=0.00 total=5\n");
   MemoryProbe probe = MakeProbe(fake);
@@ -296,6 +298,57 @@ TEST(MemoryProbeTest, PressureWindowComesFromTotalDeltasBetweenReads) {
   fake.Write("proc/pressure/memory", "some avg10=0.00 avg60=0.00 avg300=0.00 total=500000\n"
                                      "full avg10=0.00 avg60=0.00 avg300=0.00 total=100000\n");
   MemoryReading reading = probe.Read(11'000);
+  EXPECT_DOUBLE_EQ(reading.pressure_some_pct, 50.0);
+  EXPECT_DOUBLE_EQ(reading.pressure_full_pct, 10.0);
+}
+
+// Half of the last second stalled somewhere on the machine, read by a probe whose box has a 2 GiB limit.
+MemoryReading MachineStalledHalfTheTime(const FakeRoot& fake, uint64_t machine_available) {
+  fake.Write("proc/meminfo", Meminfo(16 * kGiB, machine_available));
+  fake.Write("sys/fs/cgroup/memory/ci/box/memory.limit_in_bytes", std::to_string(2 * kGiB));
+  MemoryProbe probe = MakeProbe(fake);
+  probe.Read(10'000);
+  const char* stalled = "some avg10=0.00 avg60=0.00 avg300=0.00 total=500000\n"
+                        "full avg10=0.00 avg60=0.00 avg300=0.00 total=100000\n";
+  fake.Write("proc/pressure/memory", stalled);
+  fake.Write("sys/fs/cgroup/unified/memory.pressure", stalled);  // a hybrid host's unified root, where written
+  return probe.Read(11'000);
+}
+
+TEST(MemoryProbeTest, MachinePressureIsIgnoredWhileTheMachineHasTheBoxsWholeLimitFree) {
+  // Other cgroups stalling at their own limits: the build in its 2 GiB box cannot make a machine with 12 GiB
+  // available short, and one of them thrashing must not stop its admission.
+  FakeRoot fake;
+  WriteV1(fake, false);
+  MemoryReading reading = MachineStalledHalfTheTime(fake, 12 * kGiB);
+  EXPECT_TRUE(reading.from_cgroup);
+  EXPECT_TRUE(reading.pressure_known);
+  EXPECT_DOUBLE_EQ(reading.pressure_some_pct, 0.0);
+  EXPECT_DOUBLE_EQ(reading.pressure_full_pct, 0.0);
+}
+
+TEST(MemoryProbeTest, AHybridHostsUnifiedRootIsTheMachinesPressureToo) {
+  // Newer kernels give the unified tree's root cgroup PSI files: on a hybrid host whose processes sit there, that
+  // is every task on the machine, not this build's.
+  FakeRoot fake;
+  WriteV1(fake, true);
+  EXPECT_DOUBLE_EQ(MachineStalledHalfTheTime(fake, 12 * kGiB).pressure_some_pct, 0.0);
+}
+
+TEST(MemoryProbeTest, AContainersNamespaceRootKeepsItsOwnPressure) {
+  // With a cgroup namespace the container's own cgroup is where the tree is mounted; unlike the real root it has
+  // a cgroup.type, and its PSI is the container's.
+  FakeRoot fake;
+  WriteV1(fake, true);
+  fake.Write("sys/fs/cgroup/unified/cgroup.type", "domain\n");
+  EXPECT_DOUBLE_EQ(MachineStalledHalfTheTime(fake, 12 * kGiB).pressure_some_pct, 50.0);
+}
+
+TEST(MemoryProbeTest, MachinePressureCountsOnceTheMachineHasLessFreeThanTheBoxsLimit) {
+  FakeRoot fake;
+  WriteV1(fake, false);
+  MemoryReading reading = MachineStalledHalfTheTime(fake, 1 * kGiB);
+  EXPECT_TRUE(reading.from_cgroup);
   EXPECT_DOUBLE_EQ(reading.pressure_some_pct, 50.0);
   EXPECT_DOUBLE_EQ(reading.pressure_full_pct, 10.0);
 }

@@ -52,6 +52,7 @@ class MemoryProbe {
   void ReadMeminfo(MemoryReading* reading);
   CgroupFigures ReadCgroupLimits();
   bool ReadLevelHeadroom(LimitLevel& level, uint64_t level_limit, uint64_t* headroom, uint64_t* usage);
+  static bool MachineHasRoomForTheLimit(const MemoryReading& reading);
   void ReadPressure(int64_t now_ms, MemoryReading* reading);
   void Warn(const std::string& key, const std::string& message);
 
