@@ -3,6 +3,7 @@
 #include "headroom/admission/admission_policy.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -224,11 +225,18 @@ AdmissionPolicy::EarlyCheck AdmissionPolicy::CheckEarlyStart(const MemoryReading
     return {job.parked ? EarlyStep::kResume : EarlyStep::kWon,
             fmt::format("{} free beside the other jobs", FormatBytes(static_cast<uint64_t>(room)))};
   }
-  if (!job.parked && room < 2 * reserve) {
+  if (!job.parked && room < static_cast<int64_t>(ParkMargin(job, static_cast<uint64_t>(reserve), now_ms))) {
     return {EarlyStep::kPark, fmt::format("started early and reached what the other jobs leave ({} left)",
                                           FormatBytes(static_cast<uint64_t>(std::max<int64_t>(room, 0))))};
   }
   return {};
+}
+
+uint64_t AdmissionPolicy::ParkMargin(const RunningJob& job, uint64_t reserve, int64_t now_ms) const {
+  const int64_t climbed_for = std::max<int64_t>(1, now_ms - job.started_ms);
+  const double bytes_per_ms = static_cast<double>(job.peak_rss) / static_cast<double>(climbed_for);
+  return std::max(2 * reserve,
+                  static_cast<uint64_t>(std::llround(bytes_per_ms * static_cast<double>(config_.park_lookahead_ms))));
 }
 
 std::string AdmissionPolicy::StaggerWait(std::span<const RunningJob> running, const Candidate& candidate,

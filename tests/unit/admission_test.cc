@@ -771,6 +771,23 @@ TEST(AdmissionTest, AnEarlyStartIsParkedBeforeTheCapAndResumedOnceItsMemoryIsFre
             AdmissionPolicy::EarlyStep::kNone);
 }
 
+TEST(AdmissionTest, AFastClimbingEarlyStartIsParkedFurtherFromTheCap) {
+  AdmissionPolicy policy(EarlyStarts());  // reserve 1 GiB: parked under 2 GiB left, unless it climbs faster
+  RunningJob first = Running(1, 9 * kGiB, 9 * kGiB);
+  // 4 GiB in its first 100 ms: the next 100 ms may take another 4 GiB, more than the 3 GiB left beside the first.
+  RunningJob fast = Running(2, 10 * kGiB, 4 * kGiB, 10'000, "heavy");
+  fast.early = true;
+  std::vector<RunningJob> running = {first, fast};
+  EXPECT_EQ(policy.ParkMargin(running[1], 1 * kGiB, 10'100), 4 * kGiB);
+  EXPECT_EQ(policy.CheckEarlyStart(Reading(16 * kGiB, 3 * kGiB), running, running[1], 10'100).step,
+            AdmissionPolicy::EarlyStep::kPark);
+  // The same 4 GiB over 10 s: 40 MiB in 100 ms, so twice the reserve is the margin and 3 GiB is room enough.
+  running[1].started_ms = running[1].last_growth_ms = 100;
+  EXPECT_EQ(policy.ParkMargin(running[1], 1 * kGiB, 10'100), 2 * kGiB);
+  EXPECT_EQ(policy.CheckEarlyStart(Reading(16 * kGiB, 3 * kGiB), running, running[1], 10'100).step,
+            AdmissionPolicy::EarlyStep::kNone);
+}
+
 TEST(AdmissionPassTest, NothingIsHeldForAHeadThatIsNotExclusiveOrWaitsForAJobWithoutAPredictedEnd) {
   AdmissionPolicy policy({.reserve_bytes = 1 * kGiB});
   RunningJob unpredicted = Running(1, 9 * kGiB, 9 * kGiB);

@@ -154,6 +154,10 @@ struct AdmissionConfig {
   // build guard turns it on; the simulator does not model parking and leaves it off.
   bool early_starts = false;
   double early_start_lead = 0.3;
+  // It is parked once what is left beside the others is under twice the reserve, or under what it climbs in
+  // park_lookahead_ms at its mean pace so far, if more: a tick late under CPU load (sampling is every 20 ms) must
+  // not find a fast climber already at the cap, where every job of the build waits and the guard kills one.
+  int64_t park_lookahead_ms = 100;
   // Rise bets: a running job whose history says how its memory rises (RiseCurve) is counted, for a candidate
   // with a predicted duration, at what it may hold by the time the candidate ends rather than at its whole
   // estimate: a short job fits beside a long one that is still ramping. The candidate's duration is stretched
@@ -239,6 +243,8 @@ class AdmissionPolicy {
   // reserve. `job` must be an element of `running`.
   EarlyCheck CheckEarlyStart(const MemoryReading& reading, std::span<const RunningJob> running, const RunningJob& job,
                              int64_t now_ms) const;
+  // How close to what the others leave an early start may climb before it is parked (park_lookahead_ms).
+  uint64_t ParkMargin(const RunningJob& job, uint64_t reserve, int64_t now_ms) const;
 
   // What a running job may still allocate: its estimate minus what it holds while it may still be climbing;
   // once it has settled (see HasSettled), only what it gave back since its peak. Estimates cover the worst
