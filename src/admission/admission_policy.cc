@@ -225,7 +225,13 @@ AdmissionPolicy::EarlyCheck AdmissionPolicy::CheckEarlyStart(const MemoryReading
     return {job.parked ? EarlyStep::kResume : EarlyStep::kWon,
             fmt::format("{} free beside the other jobs", FormatBytes(static_cast<uint64_t>(room)))};
   }
-  if (!job.parked && room < static_cast<int64_t>(ParkMargin(job, static_cast<uint64_t>(reserve), now_ms))) {
+  const int64_t margin = static_cast<int64_t>(ParkMargin(job, static_cast<uint64_t>(reserve), now_ms));
+  if (job.parked && room >= 2 * margin) {
+    return {EarlyStep::kClimb, fmt::format("{} freed up beside the other jobs; it climbs until {} are left",
+                                           FormatBytes(static_cast<uint64_t>(room)),
+                                           FormatBytes(static_cast<uint64_t>(margin)))};
+  }
+  if (!job.parked && room < margin) {
     return {EarlyStep::kPark, fmt::format("started early and reached what the other jobs leave ({} left)",
                                           FormatBytes(static_cast<uint64_t>(std::max<int64_t>(room, 0))))};
   }

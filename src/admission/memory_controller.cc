@@ -517,10 +517,16 @@ void MemoryController::CheckEarlyStarts(const MemoryReading& reading, int64_t no
       case AdmissionPolicy::EarlyStep::kNone:
         break;
       case AdmissionPolicy::EarlyStep::kPark:
+        if (!running.paused_once) ++decisions_.parks;  // jobs paused, not pauses: one may climb and park again
         Pause(&running, runner);
         running.job.parked = view->frozen = view->parked = true;
-        ++decisions_.parks;
         Explain("paused '" + output + "': " + check.reason);
+        break;
+      case AdmissionPolicy::EarlyStep::kClimb:
+        Resume(running, runner);
+        running.job.frozen = running.job.parked = false;
+        view->frozen = view->parked = false;
+        Explain("let '" + output + "' climb: " + check.reason);
         break;
       case AdmissionPolicy::EarlyStep::kResume:
         Resume(running, runner);

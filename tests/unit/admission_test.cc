@@ -788,6 +788,28 @@ TEST(AdmissionTest, AFastClimbingEarlyStartIsParkedFurtherFromTheCap) {
             AdmissionPolicy::EarlyStep::kNone);
 }
 
+TEST(AdmissionTest, AParkedEarlyStartClimbsIntoRoomThatFreesUpBesideIt) {
+  AdmissionPolicy policy(EarlyStarts());  // reserve 1 GiB: a slow climber's park margin is 2 GiB
+  RunningJob first = Running(1, 8 * kGiB, 8 * kGiB);
+  RunningJob head = Running(2, 10 * kGiB, 4 * kGiB, 9'000, "heavy");
+  head.early = head.parked = head.frozen = true;
+  std::vector<RunningJob> running = {first, head};
+  // 3 GiB free beside it: under twice its margin, it stays parked (a climb must be worth the thaw and freeze).
+  EXPECT_EQ(policy.CheckEarlyStart(Reading(16 * kGiB, 3 * kGiB), running, running[1], 10'000).step,
+            AdmissionPolicy::EarlyStep::kNone);
+  // 4 GiB: it climbs into them, and stays an early start (it may be parked again), though the 6 GiB it still
+  // owes do not fit until the first job ends.
+  AdmissionPolicy::EarlyCheck climb =
+      policy.CheckEarlyStart(Reading(16 * kGiB, 4 * kGiB), running, running[1], 10'000);
+  EXPECT_EQ(climb.step, AdmissionPolicy::EarlyStep::kClimb);
+  EXPECT_NE(climb.reason.find("it climbs until"), std::string::npos) << climb.reason;
+  // Climbing, it is parked again at its margin.
+  running[1].parked = running[1].frozen = false;
+  running[1].rss = running[1].peak_rss = 6 * kGiB;
+  EXPECT_EQ(policy.CheckEarlyStart(Reading(16 * kGiB, 1'536 * kMiB), running, running[1], 10'200).step,
+            AdmissionPolicy::EarlyStep::kPark);
+}
+
 TEST(AdmissionPassTest, NothingIsHeldForAHeadThatIsNotExclusiveOrWaitsForAJobWithoutAPredictedEnd) {
   AdmissionPolicy policy({.reserve_bytes = 1 * kGiB});
   RunningJob unpredicted = Running(1, 9 * kGiB, 9 * kGiB);

@@ -232,7 +232,9 @@ class AdmissionPolicy {
                       std::span<const Candidate> ready, int free_slots, int64_t now_ms) const;
 
   // What to do with a running early-started job now (see AdmissionConfig::early_starts).
-  enum class EarlyStep { kNone, kPark, kResume, kWon };
+  // kClimb: a parked early start is thawed to climb into room that freed up, and stays early (it may be parked
+  // again); kResume: its whole remaining growth fits, it is thawed for good.
+  enum class EarlyStep { kNone, kPark, kClimb, kResume, kWon };
   struct EarlyCheck {
     EarlyStep step = EarlyStep::kNone;
     std::string reason;
@@ -240,7 +242,9 @@ class AdmissionPolicy {
   // The room it has is what the budget leaves after every other job's RSS and what they still owe. Parked
   // when that falls below twice the reserve (the guard's cap sits a little under the budget, and a fast
   // job grows between two ticks); resumed, and the bet won, once its own remaining growth fits above the
-  // reserve. `job` must be an element of `running`.
+  // reserve. Parked, it climbs again once the room is twice its park margin: memory that frees up beside it
+  // would otherwise stay idle, since it is counted at its whole estimate and nothing else may take it.
+  // `job` must be an element of `running`.
   EarlyCheck CheckEarlyStart(const MemoryReading& reading, std::span<const RunningJob> running, const RunningJob& job,
                              int64_t now_ms) const;
   // How close to what the others leave an early start may climb before it is parked (park_lookahead_ms).
