@@ -227,7 +227,7 @@ AdmissionPolicy::EarlyCheck AdmissionPolicy::CheckEarlyStart(const MemoryReading
   }
   const int64_t margin = static_cast<int64_t>(ParkMargin(job, static_cast<uint64_t>(reserve), now_ms));
   if (job.parked && room >= 2 * margin) {
-    return {EarlyStep::kClimb, fmt::format("{} freed up beside the other jobs; it climbs until {} are left",
+    return {EarlyStep::kClimb, fmt::format("{} free beside the other jobs; it climbs until {} are left",
                                            FormatBytes(static_cast<uint64_t>(room)),
                                            FormatBytes(static_cast<uint64_t>(margin)))};
   }
@@ -239,7 +239,10 @@ AdmissionPolicy::EarlyCheck AdmissionPolicy::CheckEarlyStart(const MemoryReading
 }
 
 uint64_t AdmissionPolicy::ParkMargin(const RunningJob& job, uint64_t reserve, int64_t now_ms) const {
-  const int64_t climbed_for = std::max<int64_t>(1, now_ms - job.started_ms);
+  // Time parked is not time climbing: counted, it would slow the pace and shrink the margin of a parked job
+  // (which then climbs again at its old pace, the moment the margin is half the room).
+  const int64_t parked_for = job.parked_for_ms + (job.parked ? now_ms - job.parked_since_ms : 0);
+  const int64_t climbed_for = std::max<int64_t>(1, now_ms - job.started_ms - parked_for);
   const double bytes_per_ms = static_cast<double>(job.peak_rss) / static_cast<double>(climbed_for);
   return std::max(2 * reserve,
                   static_cast<uint64_t>(std::llround(bytes_per_ms * static_cast<double>(config_.park_lookahead_ms))));

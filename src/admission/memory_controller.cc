@@ -520,10 +520,12 @@ void MemoryController::CheckEarlyStarts(const MemoryReading& reading, int64_t no
         if (!running.paused_once) ++decisions_.parks;  // jobs paused, not pauses: one may climb and park again
         Pause(&running, runner);
         running.job.parked = view->frozen = view->parked = true;
+        running.job.parked_since_ms = now;
         Explain("paused '" + output + "': " + check.reason);
         break;
       case AdmissionPolicy::EarlyStep::kClimb:
         Resume(running, runner);
+        running.job.parked_for_ms += now - running.job.parked_since_ms;
         running.job.frozen = running.job.parked = false;
         view->frozen = view->parked = false;
         Explain("let '" + output + "' climb: " + check.reason);

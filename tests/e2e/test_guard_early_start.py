@@ -45,8 +45,10 @@ def test_a_warm_build_starts_the_next_exclusive_job_before_the_last_one_ends(tmp
     assert float(started.group(2)) <= 0.3 * durations[0] / 1000 + 0.05, (durations, output)
     summary = re.search(r"1 job started before the memory it needed was free \((\d) paused until it was\)", warm.stdout)
     assert summary, output
-    # Every pause was undone: resumed while the build ran (the job finished, so nothing stays frozen).
-    assert warm.stderr.count("ninja explain: paused '") == warm.stderr.count("ninja explain: resumed '") == \
-        int(summary.group(1)), output
+    # Every pause was undone while the build ran (the job finished, so nothing stays frozen): resumed for good, or
+    # let climb into memory freed beside it and, if parked again, undone again; the summary counts jobs paused.
+    pauses = warm.stderr.count("ninja explain: paused '")
+    assert pauses == warm.stderr.count("ninja explain: resumed '") + warm.stderr.count("' climb: "), output
+    assert int(summary.group(1)) == (1 if pauses else 0), output
     assert "FAILED" not in warm.stdout and "killed to save" not in output, output
     assert history_outcomes(tmp_path) == ["c"] * 4, output  # both completed at the first try, both times

@@ -781,6 +781,15 @@ TEST(AdmissionTest, AFastClimbingEarlyStartIsParkedFurtherFromTheCap) {
   EXPECT_EQ(policy.ParkMargin(running[1], 1 * kGiB, 10'100), 4 * kGiB);
   EXPECT_EQ(policy.CheckEarlyStart(Reading(16 * kGiB, 3 * kGiB), running, running[1], 10'100).step,
             AdmissionPolicy::EarlyStep::kPark);
+  // Parked a second after those 100 ms, it is still that fast a climber: time parked is not time climbing.
+  RunningJob parked = running[1];
+  parked.parked = parked.frozen = true;
+  parked.parked_since_ms = 10'100;
+  EXPECT_EQ(policy.ParkMargin(parked, 1 * kGiB, 11'100), 4 * kGiB);
+  parked.parked = false;  // thawed to climb at 11'100, then parked again at 11'200 with 5 GiB
+  parked.parked_for_ms = 1'000;
+  parked.rss = parked.peak_rss = 5 * kGiB;
+  EXPECT_EQ(policy.ParkMargin(parked, 1 * kGiB, 11'200), 2'560 * kMiB);  // 5 GiB in 200 ms of climbing
   // The same 4 GiB over 10 s: 40 MiB in 100 ms, so twice the reserve is the margin and 3 GiB is room enough.
   running[1].started_ms = running[1].last_growth_ms = 100;
   EXPECT_EQ(policy.ParkMargin(running[1], 1 * kGiB, 10'100), 2 * kGiB);
@@ -793,6 +802,7 @@ TEST(AdmissionTest, AParkedEarlyStartClimbsIntoRoomThatFreesUpBesideIt) {
   RunningJob first = Running(1, 8 * kGiB, 8 * kGiB);
   RunningJob head = Running(2, 10 * kGiB, 4 * kGiB, 9'000, "heavy");
   head.early = head.parked = head.frozen = true;
+  head.parked_since_ms = 9'500;  // 4 GiB in 500 ms of climbing: 0.8 GiB in 100 ms, under twice the reserve
   std::vector<RunningJob> running = {first, head};
   // 3 GiB free beside it: under twice its margin, it stays parked (a climb must be worth the thaw and freeze).
   EXPECT_EQ(policy.CheckEarlyStart(Reading(16 * kGiB, 3 * kGiB), running, running[1], 10'000).step,
@@ -805,6 +815,7 @@ TEST(AdmissionTest, AParkedEarlyStartClimbsIntoRoomThatFreesUpBesideIt) {
   EXPECT_NE(climb.reason.find("it climbs until"), std::string::npos) << climb.reason;
   // Climbing, it is parked again at its margin.
   running[1].parked = running[1].frozen = false;
+  running[1].parked_for_ms = 500;
   running[1].rss = running[1].peak_rss = 6 * kGiB;
   EXPECT_EQ(policy.CheckEarlyStart(Reading(16 * kGiB, 1'536 * kMiB), running, running[1], 10'200).step,
             AdmissionPolicy::EarlyStep::kPark);

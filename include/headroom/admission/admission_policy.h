@@ -43,6 +43,8 @@ struct RunningJob {
   // frozen by admission rather than by the safety net, which leaves parked jobs alone.
   bool early = false;
   bool parked = false;
+  int64_t parked_since_ms = 0;  // while parked: when it was.
+  int64_t parked_for_ms = 0;    // parked time before that: its pace counts only the time it could climb.
   RiseCurve rise;               // how its memory rose in earlier runs (unknown: it may hold its peak at once).
   bool own_history = false;     // sized from this edge's own completed runs (not its class's, a prior or a hint).
   bool compute_bound = false;   // a compiler, nvcc or linker: it keeps a CPU busy (AdmissionConfig::cpus).
