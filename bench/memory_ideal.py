@@ -6,9 +6,10 @@ Usage: python3 bench/memory_ideal.py [--seeds 1-10] [--tries 40] [--budget-mb 15
 For each seed's graph (bench/memory_bench.py's workload), list scheduling with every job's exact memory curve
 (linear ramp, plateau) and its nominal time: at each 10 ms step the ready jobs are walked in priority order and
 one starts if its whole curve fits beside the running jobs' curves until it ends, under --usable-mb (default:
-the box less the build guard's cap, 1/32, and the guarded reserve, 4 %), at most 8 at once; CPUs are ignored
-(memhog sleeps through its hold). The order is the builder's (heavy jobs first, then duration grown by memory
-share), then the best of --tries random swaps of it. No real scheduler knows as much, so the ratios printed are
+the box less the build guard's cap, 1/32 of it within 16-64 MiB, and the guarded reserve, max(2 %, min(256 MiB,
+4 %))), at most 8 at once; CPUs are ignored (memhog sleeps through its hold). The order is one like the builder's
+(jobs above half the box first, then duration grown by memory share; not BuilderEdgeWeight itself), then the
+best of --tries random swaps of it. No real scheduler knows as much, so the ratios printed are
 what the lower bound's slack alone costs on these graphs.
 """
 import argparse
@@ -70,7 +71,9 @@ def main():
     parser.add_argument("--budget-mb", type=int, default=1536)
     parser.add_argument("--usable-mb", type=int, default=None)
     args = parser.parse_args()
-    usable = args.usable_mb or int(args.budget_mb * (1 - 1 / 32 - 0.04))
+    guard_cap = min(64, max(16, args.budget_mb / 32))
+    reserve = max(0.02 * args.budget_mb, min(256, 0.04 * args.budget_mb))
+    usable = args.usable_mb or int(args.budget_mb - guard_cap - reserve)
     first, _, last = args.seeds.partition("-")
     seeds = range(int(first), int(last or first) + 1)
     rng = random.Random(0)

@@ -517,7 +517,9 @@ void MemoryController::CheckEarlyStarts(const MemoryReading& reading, int64_t no
       case AdmissionPolicy::EarlyStep::kNone:
         break;
       case AdmissionPolicy::EarlyStep::kPark:
-        if (!running.paused_once) ++decisions_.parks;  // jobs paused, not pauses: one may climb and park again
+        // Jobs parked, not parks: one may climb and be parked again. (paused_once would also count a freeze by
+        // the safety net, and then miss the job's first park.)
+        if (running.job.parked_since_ms < 0) ++decisions_.parks;
         Pause(&running, runner);
         running.job.parked = view->frozen = view->parked = true;
         running.job.parked_since_ms = now;

@@ -43,7 +43,7 @@ struct RunningJob {
   // frozen by admission rather than by the safety net, which leaves parked jobs alone.
   bool early = false;
   bool parked = false;
-  int64_t parked_since_ms = 0;  // while parked: when it was.
+  int64_t parked_since_ms = -1; // when it was last parked; -1: never.
   int64_t parked_for_ms = 0;    // parked time before that: its pace counts only the time it could climb.
   RiseCurve rise;               // how its memory rose in earlier runs (unknown: it may hold its peak at once).
   bool own_history = false;     // sized from this edge's own completed runs (not its class's, a prior or a hint).
@@ -244,7 +244,7 @@ class AdmissionPolicy {
     std::string reason;
   };
   // The room it has is what the budget leaves after every other job's RSS and what they still owe. Parked
-  // when that falls below twice the reserve (the guard's cap sits a little under the budget, and a fast
+  // when that falls below its ParkMargin (the guard's cap sits a little under the budget, and a fast
   // job grows between two ticks); resumed, and the bet won, once its own remaining growth fits above the
   // reserve. Parked, it climbs again once the room is twice its park margin: memory that frees up beside it
   // would otherwise stay idle, since it is counted at its whole estimate and nothing else may take it.
