@@ -238,11 +238,32 @@ AdmissionPolicy::EarlyCheck AdmissionPolicy::CheckEarlyStart(const MemoryReading
   return {};
 }
 
+bool RunningJob::Park(int64_t now_ms) {
+  const bool first = parked_since_ms < 0;
+  frozen = parked = true;
+  parked_since_ms = now_ms;
+  return first;
+}
+
+void RunningJob::Climb(int64_t now_ms) {
+  if (parked) parked_for_ms += now_ms - parked_since_ms;
+  frozen = parked = false;
+}
+
+void RunningJob::Resume(int64_t now_ms) {
+  frozen = parked = early = false;
+  last_growth_ms = now_ms;
+}
+
+int64_t RunningJob::ClimbingMs(int64_t now_ms) const {
+  const int64_t parked_for = parked_for_ms + (parked ? now_ms - parked_since_ms : 0);
+  return now_ms - started_ms - parked_for;
+}
+
 uint64_t AdmissionPolicy::ParkMargin(const RunningJob& job, uint64_t reserve, int64_t now_ms) const {
   // Time parked is not time climbing: counted, it would slow the pace and shrink the margin of a parked job
   // (which then climbs again at its old pace, the moment the margin is half the room).
-  const int64_t parked_for = job.parked_for_ms + (job.parked ? now_ms - job.parked_since_ms : 0);
-  const int64_t climbed_for = std::max<int64_t>(1, now_ms - job.started_ms - parked_for);
+  const int64_t climbed_for = std::max<int64_t>(1, job.ClimbingMs(now_ms));
   const double bytes_per_ms = static_cast<double>(job.peak_rss) / static_cast<double>(climbed_for);
   return std::max(2 * reserve,
                   static_cast<uint64_t>(std::llround(bytes_per_ms * static_cast<double>(config_.park_lookahead_ms))));

@@ -517,26 +517,22 @@ void MemoryController::CheckEarlyStarts(const MemoryReading& reading, int64_t no
       case AdmissionPolicy::EarlyStep::kNone:
         break;
       case AdmissionPolicy::EarlyStep::kPark:
-        // Jobs parked, not parks: one may climb and be parked again. (paused_once would also count a freeze by
-        // the safety net, and then miss the job's first park.)
-        if (running.job.parked_since_ms < 0) ++decisions_.parks;
         Pause(&running, runner);
-        running.job.parked = view->frozen = view->parked = true;
-        running.job.parked_since_ms = now;
+        // Jobs parked, not parks: one may climb and be parked again (RunningJob::Park).
+        if (running.job.Park(now)) ++decisions_.parks;
+        view->Park(now);  // the later checks of this tick see it parked
         Explain("paused '" + output + "': " + check.reason);
         break;
       case AdmissionPolicy::EarlyStep::kClimb:
         Resume(running, runner);
-        running.job.parked_for_ms += now - running.job.parked_since_ms;
-        running.job.frozen = running.job.parked = false;
-        view->frozen = view->parked = false;
+        running.job.Climb(now);
+        view->Climb(now);
         Explain("let '" + output + "' climb: " + check.reason);
         break;
       case AdmissionPolicy::EarlyStep::kResume:
         Resume(running, runner);
-        running.job.frozen = running.job.parked = running.job.early = false;
-        running.job.last_growth_ms = now;
-        view->frozen = view->parked = view->early = false;
+        running.job.Resume(now);
+        view->Resume(now);
         Explain("resumed '" + output + "': " + check.reason);
         break;
       case AdmissionPolicy::EarlyStep::kWon:

@@ -783,11 +783,9 @@ TEST(AdmissionTest, AFastClimbingEarlyStartIsParkedFurtherFromTheCap) {
             AdmissionPolicy::EarlyStep::kPark);
   // Parked a second after those 100 ms, it is still that fast a climber: time parked is not time climbing.
   RunningJob parked = running[1];
-  parked.parked = parked.frozen = true;
-  parked.parked_since_ms = 10'100;
+  parked.Park(10'100);
   EXPECT_EQ(policy.ParkMargin(parked, 1 * kGiB, 11'100), 4 * kGiB);
-  parked.parked = false;  // thawed to climb at 11'100, then parked again at 11'200 with 5 GiB
-  parked.parked_for_ms = 1'000;
+  parked.Climb(11'100);  // thawed to climb at 11'100, then parked again at 11'200 with 5 GiB
   parked.rss = parked.peak_rss = 5 * kGiB;
   EXPECT_EQ(policy.ParkMargin(parked, 1 * kGiB, 11'200), 2'560 * kMiB);  // 5 GiB in 200 ms of climbing
   // The same 4 GiB over 10 s: 40 MiB in 100 ms, so twice the reserve is the margin and 3 GiB is room enough.
@@ -814,11 +812,29 @@ TEST(AdmissionTest, AParkedEarlyStartClimbsIntoRoomThatFreesUpBesideIt) {
   EXPECT_EQ(climb.step, AdmissionPolicy::EarlyStep::kClimb);
   EXPECT_NE(climb.reason.find("it climbs until"), std::string::npos) << climb.reason;
   // Climbing, it is parked again at its margin.
-  running[1].parked = running[1].frozen = false;
-  running[1].parked_for_ms = 500;
+  running[1].Climb(10'000);
   running[1].rss = running[1].peak_rss = 6 * kGiB;
   EXPECT_EQ(policy.CheckEarlyStart(Reading(16 * kGiB, 1'536 * kMiB), running, running[1], 10'200).step,
             AdmissionPolicy::EarlyStep::kPark);
+}
+
+TEST(AdmissionTest, AnEarlyStartCountsItsFirstParkOnlyAndClimbsOnlyWhileThawed) {
+  RunningJob head = Running(2, 10 * kGiB, 2 * kGiB, 1'000, "heavy");
+  head.early = true;
+  head.frozen = true;  // frozen by the safety net (MemoryController::Pause sets frozen): that was no park
+  EXPECT_EQ(head.ClimbingMs(1'500), 500);
+  EXPECT_TRUE(head.Park(1'500));  // its first park: counted
+  EXPECT_TRUE(head.frozen && head.parked && head.early);
+  EXPECT_EQ(head.ClimbingMs(2'500), 500);  // a second parked is no climbing
+  head.Climb(2'500);
+  EXPECT_FALSE(head.frozen || head.parked);
+  EXPECT_TRUE(head.early);  // it may be parked again
+  EXPECT_EQ(head.ClimbingMs(2'700), 700);
+  EXPECT_FALSE(head.Park(2'700));  // parked again: the same job, not counted twice
+  EXPECT_EQ(head.ClimbingMs(3'700), 700);
+  head.Resume(3'700);
+  EXPECT_FALSE(head.frozen || head.parked || head.early);
+  EXPECT_EQ(head.last_growth_ms, 3'700);  // its plateau starts when it may grow again
 }
 
 TEST(AdmissionPassTest, NothingIsHeldForAHeadThatIsNotExclusiveOrWaitsForAJobWithoutAPredictedEnd) {

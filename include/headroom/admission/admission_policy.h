@@ -52,6 +52,17 @@ struct RunningJob {
 
   // What it may still allocate: its estimate minus what it already holds.
   uint64_t Owes() const { return predicted_peak > rss ? predicted_peak - rss : 0; }
+
+  // An early start's pauses by admission (AdmissionPolicy::CheckEarlyStart's steps; the caller freezes and thaws
+  // the processes). Park returns whether this is the job's first park: the summary counts jobs parked, and a
+  // freeze by the safety net before it is no park.
+  bool Park(int64_t now_ms);
+  // Thawed to climb into room freed beside it; still early, so it may be parked again.
+  void Climb(int64_t now_ms);
+  // Its whole remaining growth fits: thawed for good, no longer early; it grows from here, so does its plateau.
+  void Resume(int64_t now_ms);
+  // How long it could climb since it started: its parked time left out (AdmissionPolicy::ParkMargin's pace).
+  int64_t ClimbingMs(int64_t now_ms) const;
 };
 
 // Keeps a running job's peak_rss / last_growth_ms current from RSS samples.

@@ -23,7 +23,7 @@ struct MemoryDecisions {
   int guard_kills = 0;           // jobs killed (and requeued) to end such a stall; also in safety_kills
   int limit_failures = 0;        // jobs that failed while the guard's cap was hit during their run, requeued
   int early_starts = 0;          // exclusive jobs started as the jobs before them were ending (AdmissionConfig)
-  int parks = 0;                 // times such a job was paused until the memory it needed was free
+  int parks = 0;                 // such jobs paused (parked) at least once until the memory they needed was free
   std::string guard;             // "build guard: ..." or "no build guard: ...", for the summary
   // Scale-out (docs/scale-out.md), when the build had a remote pool: remote-eligible jobs that ran on the farm,
   // those seen compiling here instead, jobs counted as local, and the most remote jobs at once.
