@@ -131,6 +131,17 @@ def workload(seed, box_mb):
     return out
 
 
+def reordered(jobs, order_seed):
+    """The same jobs in another manifest order (the link stays last and needs them all): ninja runs a fixed -j in
+    manifest order, so whether two heavy jobs meet at -jN depends on it. 0 keeps the generator's order."""
+    if not order_seed:
+        return jobs
+    work = jobs[:-1]
+    random.Random(order_seed).shuffle(work)
+    link = jobs[-1]
+    return work + [Job(link.name, link.mb, link.ramp_ms, link.hold_ms, link.procs, deps=range(len(work)))]
+
+
 def manifest(jobs, memhog):
     lines = ["# memhog workload (bench/memory_bench.py)", "rule hog",
              f"  command = {memhog} --mb $mb --ramp-ms $ramp --hold-ms $hold --procs $procs > $out",
@@ -284,7 +295,7 @@ def add_lower_bounds(res, jobs, slots, budget_mb):
 
 
 def bench_seed(a, seed, parent, headroom, memhog, headroom_flags, earlier):
-    jobs = workload(seed, a.budget_mb)
+    jobs = reordered(workload(seed, a.budget_mb), a.order)
     text = manifest(jobs, memhog)
     seed_dir = os.path.join(a.out, f"seed{seed}")
     os.makedirs(seed_dir, exist_ok=True)
@@ -445,6 +456,8 @@ def main():
     ap.add_argument("--budget-mb", type=int, default=1536)
     ap.add_argument("--seeds", default="1-10", help="e.g. 1-10 or 3,7")
     ap.add_argument("-j", type=int, default=8)
+    ap.add_argument("--order", type=int, default=0, help="shuffle each graph's manifest order with this seed "
+                    "(0: the generator's order); the jobs, and so the lower bound, stay the same")
     ap.add_argument("--headroom-flags", default=os.environ.get("HEADROOM_FLAGS", ""))
     ap.add_argument("--rematch", type=int, default=0, help="rounds of ninja at its best -j and headroom, interleaved")
     ap.add_argument("--ninja-results", help="results.json of an earlier invocation: reuse its ninja sweep (quick "
@@ -478,13 +491,17 @@ def main():
     earlier = None
     if a.ninja_results:
         with open(a.ninja_results) as f:
-            earlier = {r["seed"]: r for r in json.load(f)["seeds"]}
+            saved = json.load(f)
+        if saved.get("order", 0) != a.order:
+            sys.exit(f"--ninja-results ran the graphs in order {saved.get('order', 0)}, not --order {a.order}")
+        earlier = {r["seed"]: r for r in saved["seeds"]}
     results = [bench_seed(a, s, parent, headroom, memhog, shlex.split(a.headroom_flags), earlier)
                for s in parse_seeds(a.seeds)]
     rows = summarize(results, a)
     print(f"total bench time {time.monotonic() - t0:.0f}s")
     with open(os.path.join(a.out, "results.json"), "w") as f:
-        json.dump({"budget_mb": a.budget_mb, "j": a.j, "cores": os.cpu_count(), "seeds": results, "rows": rows},
+        json.dump({"budget_mb": a.budget_mb, "j": a.j, "cores": os.cpu_count(), "order": a.order, "seeds": results,
+                   "rows": rows},
                   f, indent=1)
 
 
