@@ -14,9 +14,14 @@ jobs="${HEADROOM_SAN_JOBS:-$(nproc)}"
 # Excluded from the sanitized run, with why (docs/robustness.md repeats this; the plain stage runs them all):
 #   test_dropin_torch: pip-installs and imports torch (~5 GB) and compiles a torch extension; headroom only schedules
 #     a few compiler jobs there, the same code paths the CMake and generator suites already cover under ASan.
+#   test_dropin_torch_store: the same torch extension pip-installed twice from fresh copies (~2 min under ASan, nearly
+#     all of it c++ on torch headers); the store it checks is driven under ASan by test_user_store and fuzzed.
 #   test_dropin_wheel: compiles headroom again for the portable wheel (minutes of uninstrumented zig c++ on 2 cores) to check
 #     packaging, which sanitizers cannot see into; the headroom it then drives is the uninstrumented wheel build.
-excluded='^e2e\.(test_dropin_torch|test_dropin_wheel)$'
+#   SimulatorScaleTest.*: the 64-core and CI-runner tables (each simulates a whole -j sweep of a 73-job build over
+#     days of simulated time: 36-46 s apiece under ASan, 3 s plain); the simulator's code runs under ASan in the
+#     SimulatorTest and SimPlannerTest builds.
+excluded='^(e2e\.(test_dropin_torch|test_dropin_torch_store|test_dropin_wheel)|SimulatorScaleTest\..*)$'
 
 status=0
 timings=()
