@@ -825,7 +825,7 @@ TEST(AdmissionTest, AnEarlyStartCountsItsFirstParkOnlyAndClimbsOnlyWhileThawed) 
   EXPECT_EQ(head.ClimbingMs(1'500), 500);
   EXPECT_TRUE(head.Park(1'500));  // its first park: counted
   EXPECT_TRUE(head.frozen && head.parked && head.early);
-  EXPECT_EQ(head.ClimbingMs(2'500), 500);  // a second parked is no climbing
+  EXPECT_EQ(head.ClimbingMs(2'500), 500);  // the second it spent parked is no climbing
   head.Climb(2'500);
   EXPECT_FALSE(head.frozen || head.parked);
   EXPECT_TRUE(head.early);  // it may be parked again

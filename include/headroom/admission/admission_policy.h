@@ -59,7 +59,7 @@ struct RunningJob {
   bool Park(int64_t now_ms);
   // Thawed to climb into room freed beside it; still early, so it may be parked again.
   void Climb(int64_t now_ms);
-  // Its whole remaining growth fits: thawed for good, no longer early; it grows from here, so does its plateau.
+  // Its whole remaining growth fits: thawed for good, no longer early; a plateau is timed from here (it was frozen).
   void Resume(int64_t now_ms);
   // How long it could climb since it started: its parked time left out (AdmissionPolicy::ParkMargin's pace).
   int64_t ClimbingMs(int64_t now_ms) const;
