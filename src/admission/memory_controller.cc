@@ -473,10 +473,9 @@ void MemoryController::ApplySafetyAction(const SafetyAction& action, ProcessRunn
     case SafetyAction::Kind::kThaw:
       if (!running->job.frozen) return;
       Resume(*running, runner);
-      running->job.frozen = false;
-      // The net thaws a parked job only when it is the oldest (it must progress): its bet is over.
-      running->job.parked = running->job.early = false;
-      running->job.last_growth_ms = parts_.clock->NowMs();  // its plateau while frozen proved nothing.
+      // For good: the net thaws a parked job only when it is the oldest (it must progress), so its bet is over; and
+      // its plateau while frozen proved nothing.
+      running->job.Resume(parts_.clock->NowMs());
       RecordMarker("thaw", running->edge->outputs[0]->path, action.reason, parts_.clock->NowMs());
       Explain("thawed '" + running->edge->outputs[0]->path + "': " + action.reason);
       break;

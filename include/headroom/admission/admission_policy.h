@@ -59,7 +59,8 @@ struct RunningJob {
   bool Park(int64_t now_ms);
   // Thawed to climb into room freed beside it; still early, so it may be parked again.
   void Climb(int64_t now_ms);
-  // Its whole remaining growth fits: thawed for good, no longer early; a plateau is timed from here (it was frozen).
+  // Thawed for good (its whole remaining growth fits, or the safety net thaws it): no longer early, and a plateau
+  // is timed from here (one while it was frozen proved nothing).
   void Resume(int64_t now_ms);
   // How long it could climb since it started: its parked time left out (AdmissionPolicy::ParkMargin's pace).
   int64_t ClimbingMs(int64_t now_ms) const;
