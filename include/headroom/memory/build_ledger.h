@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -70,6 +71,7 @@ class BuildLedger {
   int entry_fd_ = -1;        // held with an exclusive flock for the entry's whole life (O_CLOEXEC)
   LedgerEntry self_;         // what was last written
   size_t record_bytes_ = 0;  // length of the longest record written: shorter ones are padded to it
+  std::map<std::string, LedgerEntry> last_good_;  // by file name: each live entry's last whole reading
 };
 
 std::string DefaultLedgerDir();          // $HEADROOM_LEDGER_DIR, else /dev/shm/headroom-ledger (else /tmp/headroom-ledger where /dev/shm is missing)
