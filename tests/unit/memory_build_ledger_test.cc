@@ -19,6 +19,7 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -143,6 +144,25 @@ int WaitForExit(pid_t pid) {
   return status;
 }
 
+// A child the test owns: killed and reaped on every way out of the test, so a failed assertion leaves no process
+// behind holding pipes another test waits on.
+class ChildProcess {
+ public:
+  explicit ChildProcess(pid_t pid) : pid_(pid) {}
+  ~ChildProcess() { Kill(); }
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+  pid_t pid() const { return pid_; }
+  int Wait() { return pid_ > 0 ? WaitForExit(std::exchange(pid_, -1)) : 0; }
+  int Kill() {
+    if (pid_ > 0) kill(pid_, SIGKILL);
+    return Wait();
+  }
+
+ private:
+  pid_t pid_;
+};
+
 // A ledger in a child: opened with the child's own id, figures published, 'r' sent, then it waits for `go` (a
 // byte or EOF) and leaves without its destructor, as a crash would.
 int RunChildBuild(const std::string& dir, uint64_t owed, Pipe* ready, Pipe* go) {
@@ -243,6 +263,28 @@ TEST(LedgerRecordTest, RefusesMalformedRecords) {
     std::string err;
     EXPECT_FALSE(ParseLedgerRecord(text, &parsed, &err)) << name;
     EXPECT_FALSE(err.empty()) << name;
+  }
+}
+
+// Every way a read can meet a rewrite (the new record's first k bytes over the old one's rest) is either refused
+// or reads as one of the two records, never as a mix.
+TEST(LedgerRecordTest, ASplicedRecordIsRefused) {
+  LedgerEntry old_entry = Figures("100-1", 123456789, 987654321, 5);
+  old_entry.pid = 100;
+  LedgerEntry new_entry = Figures("100-1", 42, 7, 5);
+  new_entry.pid = 100;
+  for (uint64_t variant = 0; variant < 3; ++variant) {
+    new_entry.owed_bytes = 42 + variant * 1000000000000ull;  // shorter, equal-ish and longer records
+    const std::string old_text = FormatLedgerRecord(old_entry) + "\n";
+    const std::string new_text = FormatLedgerRecord(new_entry) + "\n";
+    for (size_t k = 0; k <= new_text.size(); ++k) {
+      const std::string spliced = new_text.substr(0, k) + (k < old_text.size() ? old_text.substr(k) : "");
+      LedgerEntry parsed;
+      std::string err;
+      if (!ParseLedgerRecord(spliced, &parsed, &err)) continue;
+      EXPECT_TRUE(parsed.owed_bytes == old_entry.owed_bytes || parsed.owed_bytes == new_entry.owed_bytes) << k;
+      EXPECT_EQ(parsed.used_bytes, parsed.owed_bytes == old_entry.owed_bytes ? old_entry.used_bytes : 7u) << k;
+    }
   }
 }
 
@@ -420,19 +462,19 @@ TEST_P(DeadBuildTest, DisappearsAtOnceAndItsFileIsRemoved) {
   auto reader = OpenOrFail(temp.ledger(), Figures("1-1", 0));
   ASSERT_NE(reader, nullptr);
   Pipe ready, go;
-  const pid_t child = ForkChild([&] { return RunChildBuild(temp.ledger(), 4096, &ready, &go); });
+  ChildProcess child(ForkChild([&] { return RunChildBuild(temp.ledger(), 4096, &ready, &go); }));
+  ready.CloseWrite();  // EOF, not a hang, if the child fails
   ASSERT_EQ(ready.Receive(), 'r');
   std::vector<LedgerEntry> seen = reader->Others();
   ASSERT_EQ(seen.size(), 1u);
-  EXPECT_EQ(seen[0].pid, child);
-  EXPECT_EQ(seen[0].id.rfind(fmt::format("{}-", child), 0), 0u) << seen[0].id;
+  EXPECT_EQ(seen[0].pid, child.pid());
+  EXPECT_EQ(seen[0].id.rfind(fmt::format("{}-", child.pid()), 0), 0u) << seen[0].id;
   EXPECT_EQ(seen[0].owed_bytes, 4096u);
   if (GetParam()) {
-    kill(child, SIGKILL);
-    EXPECT_TRUE(WIFSIGNALED(WaitForExit(child)));
+    EXPECT_TRUE(WIFSIGNALED(child.Kill()));
   } else {
     go.Send('x');
-    const int status = WaitForExit(child);
+    const int status = child.Wait();
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   }
   EXPECT_TRUE(reader->Others().empty());
@@ -448,10 +490,10 @@ TEST(BuildLedgerTest, AForkedChildKeepsTheEntryLiveUntilItExecs) {
   LedgerTempDir temp;
   ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);  // so the orphaned grandchild can be reaped here
   Pipe ready, go;
-  pid_t grandchild = -1;
+  pid_t grandchild_id = -1;
   {
     Pipe grandchild_pid;
-    const pid_t build = ForkChild([&] {
+    ChildProcess build(ForkChild([&] {
       std::string err;
       auto ledger = BuildLedger::Open(temp.ledger(), Figures("", 77), &err);
       if (!ledger) return 2;
@@ -464,26 +506,27 @@ TEST(BuildLedgerTest, AForkedChildKeepsTheEntryLiveUntilItExecs) {
       if (write(grandchild_pid.write_fd, &helper, sizeof helper) != sizeof helper) return 4;
       ready.Send('r');
       for (;;) pause();  // until SIGKILLed
-    });
-    ASSERT_EQ(read(grandchild_pid.read_fd, &grandchild, sizeof grandchild), static_cast<ssize_t>(sizeof grandchild));
+    }));
+    ready.CloseWrite();
+    grandchild_pid.CloseWrite();
+    ASSERT_EQ(read(grandchild_pid.read_fd, &grandchild_id, sizeof grandchild_id),
+              static_cast<ssize_t>(sizeof grandchild_id));
     std::set<char> received = {ready.Receive(), ready.Receive()};
     ASSERT_EQ(received, (std::set<char>{'g', 'r'}));
-    kill(build, SIGKILL);
-    EXPECT_TRUE(WIFSIGNALED(WaitForExit(build)));
+    EXPECT_TRUE(WIFSIGNALED(build.Kill()));
   }
+  ChildProcess grandchild(grandchild_id);
   auto reader = OpenOrFail(temp.ledger(), Figures("1-1", 0));
   std::vector<LedgerEntry> seen = reader->Others();
   ASSERT_EQ(seen.size(), 1u) << "the forked, not yet exec'd child still holds the dead build's lock";
   EXPECT_EQ(seen[0].owed_bytes, 77u);
 
   go.Send('x');
-  // The grandchild holds copies of every pipe, all close-on-exec: EOF on `ready` once it has exec'd.
-  ready.CloseWrite();
+  // The grandchild holds the last copy of `ready`'s write end, close-on-exec: EOF once it has exec'd.
   EXPECT_EQ(ready.Receive(), 0);
   EXPECT_TRUE(reader->Others().empty());
   EXPECT_EQ(temp.Names(), std::vector<std::string>{"1-1.ledger"});
-  kill(grandchild, SIGKILL);
-  WaitForExit(grandchild);
+  grandchild.Kill();
   prctl(PR_SET_CHILD_SUBREAPER, 0);
 }
 
@@ -496,18 +539,19 @@ TEST(BuildLedgerTest, ReadersNeverSeeATornRecord) {
   auto reader = OpenOrFail(temp.ledger(), Figures("1-1", 0));
   ASSERT_NE(reader, nullptr);
   Pipe ready;
-  const pid_t child = ForkChild([&] {
+  ChildProcess child(ForkChild([&] {
     std::string err;
     auto ledger = BuildLedger::Open(temp.ledger(), Figures("", 1, 4, 1 + 12345), &err);
     if (!ledger) return 2;
     ready.Send('r');
     for (uint64_t k = 1;; ++k) {
       uint64_t modulus = 10;
-      for (uint64_t digits = k % 15; digits > 0; --digits) modulus *= 10;
+      for (uint64_t digits = k % 13; digits > 0; --digits) modulus *= 10;  // 3 x owed stays below the clamp
       const uint64_t owed = (k * 2654435761ull) % modulus + 1;
       ledger->Publish(Figures("", owed, owed * 3 + 1, owed + 12345));
     }
-  });
+  }));
+  ready.CloseWrite();
   ASSERT_EQ(ready.Receive(), 'r');
   constexpr int kReads = 20000;
   int readings = 0, broken = 0;
@@ -519,8 +563,7 @@ TEST(BuildLedgerTest, ReadersNeverSeeATornRecord) {
       if (distinct.size() < 1000) distinct.insert(entry.owed_bytes);
     }
   }
-  kill(child, SIGKILL);
-  WaitForExit(child);
+  child.Kill();
   EXPECT_EQ(broken, 0);
   EXPECT_EQ(readings, kReads) << "a live build went missing from some readings";
   EXPECT_GT(distinct.size(), 10u) << "the writer hardly ran";
@@ -568,6 +611,25 @@ TEST(BuildLedgerTest, MalformedAndHostileEntriesAreSkippedWithoutHanging) {
   EXPECT_EQ(std::count(names.begin(), names.end(), "garbage.ledger"), 1);  // live (locked), only unreadable
   EXPECT_EQ(std::count(names.begin(), names.end(), "fifo.ledger"), 1);
   for (int fd : locks) close(fd);
+}
+
+// A live entry that cannot be read whole (here: damaged for good; in life, a writer preempted mid-write) counts at
+// its last whole reading rather than as nothing.
+TEST(BuildLedgerTest, ALiveEntryReadBadlyCountsAtItsLastGoodReading) {
+  LedgerTempDir temp;
+  auto reader = OpenOrFail(temp.ledger(), Figures("1-1", 0));
+  ASSERT_NE(reader, nullptr);
+  const std::string path = temp.Path("5-5.ledger");
+  const int lock = LockedFile(path, Sealed("headroom-ledger 1 id=5-5 pid=5 owed=300"));
+  ASSERT_EQ(reader->Others().at(0).owed_bytes, 300u);
+  const int writer = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  ASSERT_EQ(pwrite(writer, "XX", 2, 20), 2);  // in place: the same, still locked, file
+  close(writer);
+  const std::vector<LedgerEntry> seen = reader->Others();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].owed_bytes, 300u);
+  close(lock);
+  EXPECT_TRUE(reader->Others().empty());
 }
 
 TEST(BuildLedgerTest, AFloodOfEntriesIsReadOnlyUpToTheLimit) {
@@ -659,17 +721,17 @@ TEST(BuildLedgerTest, ASecondUserReadsEntriesButCannotRemoveOrChangeThem) {
   ASSERT_NE(root_build, nullptr);
   {  // a root build that died: its entry stays, unlocked
     Pipe ready, go;
-    const pid_t dead = ForkChild([&] { return RunChildBuild(temp.ledger(), 1, &ready, &go); });
+    ChildProcess dead(ForkChild([&] { return RunChildBuild(temp.ledger(), 1, &ready, &go); }));
+    ready.CloseWrite();
     ASSERT_EQ(ready.Receive(), 'r');
-    kill(dead, SIGKILL);
-    WaitForExit(dead);
+    dead.Kill();
   }
   const std::vector<std::string> before = temp.Names();
   ASSERT_EQ(before.size(), 2u);
   const std::string dead_name = before[0] == "100-1.ledger" ? before[1] : before[0];
 
   Pipe report;
-  const pid_t nobody = ForkChild([&] {
+  ChildProcess nobody(ForkChild([&] {
     // Leaves at once, with any ledger still open: nobody's entry stays behind, unlocked, as after a crash.
     auto say = [&](const std::string& text) {
       ssize_t ignored = write(report.write_fd, text.data(), text.size());
@@ -689,10 +751,10 @@ TEST(BuildLedgerTest, ASecondUserReadsEntriesButCannotRemoveOrChangeThem) {
     if (open(root_build->entry_path().c_str(), O_WRONLY | O_CLOEXEC) >= 0) return say("root's entry is writable");
     if (unlink(root_build->entry_path().c_str()) == 0) return say("root's entry was removable");
     return say("ok");
-  });
+  }));
   report.CloseWrite();
   EXPECT_EQ(report.ReceiveAll(), "ok");
-  WaitForExit(nobody);
+  nobody.Wait();
 
   // nobody left without its destructor: root, which may remove anything, clears both dead entries.
   ASSERT_EQ(temp.Names().size(), 3u);
