@@ -71,6 +71,7 @@ void MemoryController::EnsureGuard() {
   if (guard_considered_) return;
   guard_considered_ = true;
   ArmGuard(first_reading_);
+  OpenLedger();  // after the guard: the ledger names the cgroup the jobs live in
   if (guard_active()) {
     // Under the guard a lost bet costs a freeze or a requeue, never a kernel OOM kill: guesses may be bolder.
     AdmissionConfig guarded = policy_.config();
@@ -93,8 +94,10 @@ void MemoryController::Explain(const std::string& message) const {
   fflush(stdout);
   // What guards the build is said once, before the first memory decision: a build that memory never
   // shaped explains exactly what ninja's would.
-  if (!decisions_.guard.empty() && parts_.meter->FirstGuardAnnouncement())
+  if (!decisions_.guard.empty() && parts_.meter->FirstGuardAnnouncement()) {
     fprintf(stderr, "ninja explain: %s\n", decisions_.guard.c_str());
+    if (!decisions_.ledger.empty()) fprintf(stderr, "ninja explain: %s\n", decisions_.ledger.c_str());
+  }
   fprintf(stderr, "ninja explain: %s\n", message.c_str());
 }
 
@@ -223,6 +226,7 @@ std::vector<RunningJob> MemoryController::RunningJobs() const {
   for (const auto& [id, running] : running_) {
     jobs.push_back(running.job);
     jobs.back().predicted_peak += slot_costs_.Charge(id);  // its jobserver slots (docs/jobserver.md)
+    SizeNestedBuild(running, &jobs.back());
   }
   return jobs;
 }
@@ -274,9 +278,16 @@ void MemoryController::BeginPass() {
   // what every running job (one started since the reading included) is still expected to grow, and
   // reading memory before each of hundreds of quick jobs a second would cost more than they do. A job
   // that ends holding real memory makes the next pass read afresh.
+  EnsureGuard();  // a pass means there is work: the guard and the ledger come before its first decision
   const int64_t now = parts_.clock->NowMs();
-  pass_.emplace(policy_, RecentReading(now), RunningJobs(), now);
+  pass_.emplace(policy_, AdmissionReading(now), RunningJobs(), now);
   pass_waits_ = 0;
+}
+
+MemoryReading MemoryController::AdmissionReading(int64_t now) {
+  MemoryReading reading = RecentReading(now);
+  ShareWithOtherBuilds(&reading, now);
+  return reading;
 }
 
 const MemoryReading& MemoryController::RecentReading(int64_t now) {
@@ -329,7 +340,7 @@ void MemoryController::NoteWait(const Edge* edge, EdgeState& state, const Admiss
   }
   if (!state.explained_wait) {
     state.explained_wait = true;
-    Explain("waiting for memory: " + OutputOf(edge) + ": " + decision.reason);
+    Explain("waiting for memory: " + OutputOf(edge) + ": " + decision.reason + OtherBuildsNote());
   }
 }
 
@@ -364,6 +375,7 @@ JobStartOptions MemoryController::PrepareJob(Edge* edge) {
   JobStartOptions options;
   options.cgroup_dir = parts_.meter->PrepareJob(pending_meter_key_);
   options.prepared = parts_.meter->PreparedLaunchFor(pending_meter_key_);
+  AddOuterJobVariable(&options);
   return options;
 }
 
@@ -403,6 +415,7 @@ void MemoryController::JobStarted(Edge* edge, JobId id, ProcessRunner* runner) {
   parts_.meter->JobStarted(pending_meter_key_, runner->ProcessGroupOf(id));
   RecordJobStart(&running, edge, state, now);
   running_.emplace(id, std::move(running));
+  PublishToLedger();
 }
 
 int MemoryController::TickIntervalMs() const { return running_.empty() ? -1 : SampleIntervalMs(); }
@@ -447,9 +460,10 @@ void MemoryController::Tick(ProcessRunner* runner) {
     running.rise.Sample(now - running.job.started_ms, bytes);
   }
   const MemoryReading reading = Read();
+  PublishToLedger();
   pass_reading_ = reading;
   pass_reading_ms_ = now;
-  CheckEarlyStarts(reading, now, runner);
+  CheckEarlyStarts(AdmissionReading(now), now, runner);
   CheckGuard(now, runner);
   for (const SafetyAction& action : safety_.Decide(reading, RunningJobs(), now)) ApplySafetyAction(action, runner);
   RecordSample(reading, now);
@@ -585,6 +599,8 @@ bool MemoryController::JobFinished(Edge* edge, JobExit* exit) {
                exit->ExitStatusCode());
   if (timeline_ && exec_mode_hooks_.run_mode) timeline_->SetExecMode(running.timeline_job, exec_mode_hooks_.run_mode(edge));
   slot_costs_.JobEnded(exit->id, record.peak_bytes);  // a job that held slots teaches what one costs
+  nested_owed_.erase(running.meter_key);
+  PublishToLedger();
   std::string learn_error, hint;
   const JobDescription job = DescriptionOf(edge, state, &hint);
   const JobProfile profile = ModeProfileOf(edge, state, true);

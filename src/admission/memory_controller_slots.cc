@@ -36,7 +36,7 @@ bool MemoryController::MayGrantSlot(Edge* edge, JobId id) {
   // Offers go to each running job in turn every pass: they share the pass's reading (as admission does)
   // rather than reading memory once per job; a granted slot is charged to its job at once either way.
   const int64_t now = parts_.clock->NowMs();
-  const MemoryReading reading = RecentReading(now);
+  const MemoryReading reading = AdmissionReading(now);
   const uint64_t budget = policy_.Budget(reading);
   if (budget == 0) return true;  // nothing known about memory: -j alone decides
   const std::vector<RunningJob> jobs = RunningJobs();  // with the slots already charged

@@ -20,6 +20,7 @@
 #include "headroom/cli/ninja_main.h"
 #include "headroom/cli/options.h"
 #include "headroom/exec/process_runner.h"
+#include "headroom/memory/build_ledger.h"
 #include "headroom/memory/job_meter.h"
 #include "headroom/memory/memory_probe.h"
 #include "headroom/report/build_outputs.h"
@@ -122,6 +123,13 @@ int RunLastTool(const Tool& tool, NinjaMain* ninja, const Options& options, cons
   return exit_code;
 }
 
+// The machine-wide build ledger's directory: HEADROOM_LEDGER_DIR when set (empty turns the ledger off, e.g. for a
+// build that must not see or be seen by the others), else the default (docs/build-ledger.md).
+static std::string LedgerDir() {
+  const char* dir = getenv("HEADROOM_LEDGER_DIR");
+  return dir ? dir : DefaultLedgerDir();
+}
+
 // The load / regenerate / build cycle (restarted when the manifest rebuilt itself), or a tool that
 // needs the manifest or logs. Returns the exit code.
 int RunPasses(const Options& options, const BuildConfig& config, const Tool* tool, const Clock* clock,
@@ -130,7 +138,7 @@ int RunPasses(const Options& options, const BuildConfig& config, const Tool* too
   StatusPrinter& status = *status_printer;
   for (int cycle = 1; cycle <= kCycleLimit; ++cycle) {
     NinjaMain ninja(config, clock, runner, explain);
-    if (probe) ninja.set_memory_services(MemoryServices{probe, meter}, &status);
+    if (probe) ninja.set_memory_services(MemoryServices{probe, meter, LedgerDir()}, &status);
     ninja.set_timeline(timeline);
     if (!ninja.LoadManifest(options, &status)) return 1;
     if (tool && tool->phase == Tool::Phase::kAfterLoad) return RunLastTool(*tool, &ninja, options, config, &status);

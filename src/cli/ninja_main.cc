@@ -67,6 +67,7 @@ MemoryController* NinjaMain::EnsureMemoryController() {
   estimator_ = std::make_unique<Estimator>(history_.get(), sizes);
   estimator_->set_user_store(user_store_.get());
   MemoryController::Parts parts{memory_.probe, memory_.meter, estimator_.get(), &build_log_, status_, clock_};
+  parts.ledger_dir = memory_.ledger_dir;
   memory_controller_ = std::make_unique<MemoryController>(parts, config_.memory, config_.explain);
   return memory_controller_.get();
 }

@@ -140,4 +140,23 @@ std::vector<std::string> DirsUpToMount(const std::string& dir, const std::string
   return dirs;
 }
 
+std::string CgroupPathInHierarchy(const std::string& dir, const std::string& mount_point) {
+  std::string_view top = mount_point;
+  while (!top.empty() && top.back() == '/') top.remove_suffix(1);
+  std::string_view path = dir;
+  if (path.substr(0, top.size()) != top) return "";
+  path.remove_prefix(top.size());
+  while (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
+  if (path.empty()) return "/";
+  if (path.front() != '/') return "";  // "<mount>x": a sibling of the mount point, not below it
+  return std::string(path);
+}
+
+bool CgroupPathWithin(const std::string& inner, const std::string& outer) {
+  if (outer.empty() || inner.empty()) return false;
+  if (outer == "/") return inner.front() == '/';
+  if (inner.compare(0, outer.size(), outer) != 0) return false;
+  return inner.size() == outer.size() || inner[outer.size()] == '/';
+}
+
 }  // namespace headroom

@@ -110,7 +110,9 @@ MemoryReading MemoryProbe::Read(int64_t now_ms) {
 
   std::optional<uint64_t> available;
   if (reading.mem_available_bytes != 0) available = reading.mem_available_bytes;
+  binding_dir_.clear();
   if (cgroup.have_available) {
+    if (!available || cgroup.available <= *available) binding_dir_ = cgroup.binding_dir;
     available = available ? std::min(*available, cgroup.available) : cgroup.available;
     reading.cgroup_usage_bytes = cgroup.usage_at_binding;
   }
@@ -122,6 +124,11 @@ MemoryReading MemoryProbe::Read(int64_t now_ms) {
   }
   ReadPressure(now_ms, &reading);
   return reading;
+}
+
+std::string MemoryProbe::BindingCgroup() const {
+  if (binding_dir_.empty()) return "";
+  return CgroupPathInHierarchy(binding_dir_, layout_.memory_mount_point);
 }
 
 void MemoryProbe::ReadMeminfo(MemoryReading* reading) {
@@ -171,6 +178,7 @@ MemoryProbe::CgroupFigures MemoryProbe::ReadCgroupLimits() {
         (!tightest_headroom || headroom < *tightest_headroom)) {
       tightest_headroom = headroom;
       figures.usage_at_binding = usage;
+      figures.binding_dir = level.dir;
     }
   }
   if (tightest_max != kUnlimitedBytes) figures.max_bytes = tightest_max;

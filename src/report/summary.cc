@@ -108,6 +108,14 @@ static std::string RemoteLine(const MemoryDecisions& decisions) {
          " fell back to a local compile, " + std::to_string(decisions.local_jobs) + " local";
 }
 
+// "shared the memory with up to 2 other headroom builds, which reserved up to 1.2 GiB at once"; the ledger's absence.
+static std::string SharedLine(const MemoryDecisions& decisions) {
+  if (!decisions.ledger.empty()) return decisions.ledger;
+  if (decisions.other_builds_most == 0) return "";
+  return "shared the memory with up to " + Counted(decisions.other_builds_most, "other headroom build", "other headroom builds") +
+         ", which reserved up to " + FormatBytes(decisions.others_owed_most) + " at once";
+}
+
 bool SummaryWanted(const MemoryDecisions& decisions, bool verbose) {
   return decisions.anything_happened() || verbose;
 }
@@ -129,6 +137,9 @@ void AddDecisions(MemoryDecisions* total, const MemoryDecisions& pass) {
   total->early_starts += pass.early_starts;
   total->parks += pass.parks;
   if (!pass.guard.empty()) total->guard = pass.guard;
+  total->other_builds_most = std::max(total->other_builds_most, pass.other_builds_most);
+  total->others_owed_most = std::max(total->others_owed_most, pass.others_owed_most);
+  if (!pass.ledger.empty()) total->ledger = pass.ledger;
   total->remote_jobs += pass.remote_jobs;
   total->remote_fallbacks += pass.remote_fallbacks;
   total->local_jobs += pass.local_jobs;
@@ -140,6 +151,7 @@ std::vector<std::string> SummaryLines(const BuildTimeline& timeline, const Memor
   if (std::string safety = SafetyLine(decisions); !safety.empty()) lines.push_back(safety);
   if (!decisions.guard.empty()) lines.push_back(GuardLine(decisions));
   if (std::string remote = RemoteLine(decisions); !remote.empty()) lines.push_back(remote);
+  if (std::string shared = SharedLine(decisions); !shared.empty()) lines.push_back(shared);
   std::vector<const TimelineJob*> heaviest = HeaviestJobs(timeline, kHeaviestShown);
   if (!heaviest.empty()) {
     lines.push_back(heaviest.size() == 1 ? "heaviest job:" : "heaviest jobs:");

@@ -87,6 +87,7 @@ class FakeProcessRunner : public ProcessRunner {
 
   JobId Start(const std::string& command, const JobStartOptions& options, std::string* err) override {
     commands_run.push_back(command);
+    environments.push_back(options.environment);
     JobId id = next_id_++;
     active_.push_back({id, command});
     max_running = std::max(max_running, active_.size());
@@ -99,8 +100,12 @@ class FakeProcessRunner : public ProcessRunner {
       return WaitResult::kInterrupted;
     }
     if (active_.empty()) return WaitResult::kTimeout;
-    auto [id, command] = active_.front();
-    active_.pop_front();
+    auto [id, command] = finish_newest_first ? active_.back() : active_.front();
+    if (finish_newest_first) {
+      active_.pop_back();
+    } else {
+      active_.pop_front();
+    }
     finished->push_back(Execute(id, command));
     return WaitResult::kJobsFinished;
   }
@@ -119,10 +124,12 @@ class FakeProcessRunner : public ProcessRunner {
   int interrupt_signal() const override { return interrupted_signal_; }
 
   std::vector<std::string> commands_run;
+  std::vector<std::vector<std::string>> environments;  // each start's JobStartOptions::environment
   std::vector<std::pair<JobId, int>> signals;
   size_t max_running = 0;
   int aborted_with = 0;
   int interrupt_after_starts = -1;  // >= 0: report an interrupt once this many jobs started
+  bool finish_newest_first = false;  // each Wait finishes the job started last (the first one runs to the end)
 
  private:
   JobExit Execute(JobId id, const std::string& command) {

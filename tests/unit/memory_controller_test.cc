@@ -19,6 +19,7 @@
 #include "headroom/logs/build_log.h"
 #include "headroom/logs/deps_log.h"
 #include "headroom/manifest/manifest_parser.h"
+#include "headroom/memory/build_ledger.h"
 #include "headroom/memory/job_meter.h"
 #include "headroom/memory/memory_probe.h"
 #include "headroom/report/timeline.h"
@@ -92,7 +93,7 @@ class MemoryControllerTest : public ::testing::Test {
     MemoryProbe probe(memory_test::FakeProbeOptions(fake_, &clock_));
     JobMeter meter(std::unique_ptr<JobCgroups>(), memory_test::FakeMeterOptions(fake_, /*use_cgroups=*/false));
     Estimator estimator(&history_, {});
-    MemoryController controller({&probe, &meter, &estimator, &log_, &status_, &clock_}, memory_, false);
+    MemoryController controller({&probe, &meter, &estimator, &log_, &status_, &clock_, ledger_dir_}, memory_, false);
 
     config_.parallelism = parallelism;
     Builder builder(&state_, config_, &log_, &deps_log_, &fs_, &status_, &clock_);
@@ -104,6 +105,7 @@ class MemoryControllerTest : public ::testing::Test {
     ASSERT_TRUE(builder.AddTarget("all", &err)) << err;
     ASSERT_EQ(BuildResult::kSucceeded, builder.Build(&err)) << err;
     budget_ = controller.budget_bytes();
+    decisions_ = controller.decisions();
   }
 
   memory_test::FakeRoot fake_;
@@ -119,6 +121,8 @@ class MemoryControllerTest : public ::testing::Test {
   QuietStatus status_;
   BuildTimeline timeline_;
   uint64_t budget_ = 0;
+  MemoryDecisions decisions_;
+  std::string ledger_dir_;  // "" : no machine-wide ledger
 };
 
 TEST_F(MemoryControllerTest, HoldsTheBudgetWhereParallelismWouldNot) {
@@ -201,6 +205,87 @@ TEST_F(MemoryControllerTest, AnOomRequeuesRaisedEstimateOutlivesLaterClassHistor
   ASSERT_NE(retry, jobs.end());
   EXPECT_GE(retry->estimate_bytes, 3 * kGiBytes);
   EXPECT_EQ("ok", retry->outcome);
+}
+
+// --- the machine-wide ledger (memory_controller_ledger.cc): other builds' reservations, nested builds ---
+
+class MemoryControllerLedgerTest : public MemoryControllerTest {
+ protected:
+  void SetUp() override { ledger_dir_ = fake_.Path("ledger"); }
+
+  // Another build's entry in the same ledger, owing `owed` bytes; parent_id names an outer build it runs in.
+  std::unique_ptr<BuildLedger> OtherBuild(uint64_t owed, const std::string& cgroup, const std::string& parent_id = "",
+                                          int64_t parent_job = -1) {
+    LedgerEntry entry;
+    entry.id = "other-" + std::to_string(++others_);
+    entry.cgroup = cgroup;
+    entry.parent_id = parent_id;
+    entry.parent_job = parent_job;
+    entry.owed_bytes = owed;
+    std::string err;
+    std::unique_ptr<BuildLedger> ledger = BuildLedger::Open(ledger_dir_, entry, &err);
+    EXPECT_NE(nullptr, ledger) << err;
+    return ledger;
+  }
+  int others_ = 0;
+};
+
+TEST_F(MemoryControllerLedgerTest, WhatAnotherBuildStillOwesIsNotPlannedOn) {
+  SetUpMachine(8 * kGiBytes);
+  // 8 GiB, the other build's jobs will still grow by 3 GiB, 512 MiB reserve: three 1.5 GiB jobs fit, not five.
+  auto other = OtherBuild(3 * kGiBytes, "/");
+  Build(6, "1536M", 8);
+  EXPECT_EQ(3u, runner_.max_running);
+  EXPECT_EQ(6u, runner_.commands_run.size());
+  EXPECT_EQ(1, decisions_.other_builds_most);
+  EXPECT_EQ(3 * kGiBytes, decisions_.others_owed_most);
+  EXPECT_EQ("", decisions_.ledger);
+}
+
+TEST_F(MemoryControllerLedgerTest, WhereTheMachineBindsEveryBuildCountsWhereverItLives) {
+  SetUpMachine(8 * kGiBytes);  // no cgroup limit: the machine's memory binds this build
+  auto other = OtherBuild(3 * kGiBytes, "");  // a build that did not say where its jobs live
+  Build(6, "1536M", 8);
+  EXPECT_EQ(3u, runner_.max_running);
+}
+
+TEST_F(MemoryControllerLedgerTest, ADeadBuildsReservationsVanish) {
+  SetUpMachine(8 * kGiBytes);
+  OtherBuild(3 * kGiBytes, "/");  // closed at once, as a build that ended or died
+  Build(6, "1536M", 8);
+  EXPECT_EQ(5u, runner_.max_running);
+  EXPECT_EQ(0, decisions_.other_builds_most);
+}
+
+TEST_F(MemoryControllerLedgerTest, EveryJobIsToldWhichOuterJobItRunsIn) {
+  SetUpMachine(8 * kGiBytes);
+  Build(2, "64M", 2);
+  ASSERT_EQ(2u, runner_.environments.size());
+  for (size_t i = 0; i < 2; ++i) {
+    const std::vector<std::string>& environment = runner_.environments[i];
+    ASSERT_EQ(1u, environment.size());
+    EXPECT_EQ("HEADROOM_OUTER_JOB=" + ThisBuildId() + ":" + std::to_string(i + 1), environment[0]);
+  }
+}
+
+TEST_F(MemoryControllerLedgerTest, ANestedBuildIsCountedOnceThroughItsJob) {
+  SetUpMachine(8 * kGiBytes);
+  // The first job (meter key 1, running to the end) runs a headroom build that still owes 3 GiB: that job counts
+  // as 3 GiB, not its 1.5 GiB estimate plus 3 GiB for another build (three at once), nor 1.5 GiB alone (five).
+  // 8 - 3 - 0.5 reserve leaves room for three more 1.5 GiB jobs beside it.
+  auto nested = OtherBuild(3 * kGiBytes, "/", ThisBuildId(), 1);
+  runner_.finish_newest_first = true;
+  Build(6, "1536M", 8);
+  EXPECT_EQ(4u, runner_.max_running);
+  EXPECT_EQ(0, decisions_.other_builds_most);
+}
+
+TEST_F(MemoryControllerLedgerTest, WithoutALedgerDirectoryJobsGetNoOuterJobVariable) {
+  ledger_dir_.clear();
+  SetUpMachine(8 * kGiBytes);
+  Build(1, "64M", 1);
+  ASSERT_EQ(1u, runner_.environments.size());
+  EXPECT_TRUE(runner_.environments[0].empty());
 }
 
 }  // namespace

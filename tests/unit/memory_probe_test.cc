@@ -219,6 +219,46 @@ TEST(MemoryProbeTest, MachineTighterThanCgroupIsNotFromCgroup) {
   EXPECT_EQ(reading.available_bytes, 12 * kGiB);
 }
 
+// The cgroup that binds the build's memory is what other builds must live under for their reservations to count
+// here (BuildLedger): the ancestor whose headroom is the least, or the machine when MemAvailable is less.
+TEST(MemoryProbeTest, BindingCgroupIsTheLevelWithTheLeastHeadroom) {
+  FakeRoot fake;
+  WriteV2(fake);
+  MemoryProbe unlimited = MakeProbe(fake);
+  unlimited.Read(0);
+  EXPECT_EQ(unlimited.BindingCgroup(), "");  // no limit anywhere: the machine binds
+
+  fake.Write("sys/fs/cgroup/build.slice/memory.max", std::to_string(3 * kGiB));
+  fake.Write("sys/fs/cgroup/build.slice/memory.current", std::to_string(2 * kGiB));
+  fake.Write("sys/fs/cgroup/build.slice/job/memory.max", std::to_string(4 * kGiB));
+  MemoryProbe probe = MakeProbe(fake);
+  probe.Read(0);
+  EXPECT_EQ(probe.BindingCgroup(), "/build.slice");  // 1 GiB left there, 3.9 GiB in the job's own
+
+  fake.Write("sys/fs/cgroup/build.slice/memory.current", std::to_string(100 * kMiB));
+  fake.Write("sys/fs/cgroup/build.slice/job/memory.max", std::to_string(1 * kGiB));
+  probe.Read(1000);
+  EXPECT_EQ(probe.BindingCgroup(), "/build.slice/job");
+
+  fake.Write("proc/meminfo", Meminfo(16 * kGiB, 512 * kMiB));  // the machine has less than either
+  probe.Read(2000);
+  EXPECT_EQ(probe.BindingCgroup(), "");
+}
+
+TEST(CgroupPathTest, PathsInTheHierarchyAndWhatContainsWhat) {
+  EXPECT_EQ(CgroupPathInHierarchy("/sys/fs/cgroup/memory/box/sub", "/sys/fs/cgroup/memory"), "/box/sub");
+  EXPECT_EQ(CgroupPathInHierarchy("/sys/fs/cgroup/memory", "/sys/fs/cgroup/memory"), "/");
+  EXPECT_EQ(CgroupPathInHierarchy("/sys/fs/cgroup/box/", "/sys/fs/cgroup/"), "/box");
+  EXPECT_EQ(CgroupPathInHierarchy("/sys/fs/cgroup/memoryx/box", "/sys/fs/cgroup/memory"), "");
+  EXPECT_EQ(CgroupPathInHierarchy("/elsewhere", "/sys/fs/cgroup"), "");
+  EXPECT_TRUE(CgroupPathWithin("/box/sub", "/box"));
+  EXPECT_TRUE(CgroupPathWithin("/box", "/box"));
+  EXPECT_TRUE(CgroupPathWithin("/anything", "/"));
+  EXPECT_FALSE(CgroupPathWithin("/boxer", "/box"));
+  EXPECT_FALSE(CgroupPathWithin("/box", "/box/sub"));
+  EXPECT_FALSE(CgroupPathWithin("", "/box"));  // a build that did not say where it lives counts only where the machine binds
+}
+
 TEST(MemoryProbeTest, MalformedLimitWarnsOnceAndCountsAsUnlimited) {
   FakeRoot fake;
   WriteV2(fake);

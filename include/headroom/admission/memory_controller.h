@@ -18,6 +18,7 @@
 #include "headroom/admission/slot_costs.h"
 #include "headroom/build/builder.h"
 #include "headroom/estimator/estimator.h"
+#include "headroom/memory/build_ledger.h"
 #include "headroom/memory/job_meter.h"
 #include "headroom/memory/memory_probe.h"
 #include "headroom/report/memory_decisions.h"
@@ -39,6 +40,8 @@ class MemoryController : public JobController {
     const BuildLog* build_log;  // the command hash of an edge, as the log computes it
     Status* status;
     const Clock* clock;
+    // The machine-wide ledger's directory (build_ledger.h; DefaultLedgerDir()); "" keeps the build to itself.
+    std::string ledger_dir = {};
   };
 
   MemoryController(Parts parts, const MemoryConfig& config, bool explain);
@@ -154,6 +157,8 @@ class MemoryController : public JobController {
   MemoryReading Read();
   // The pass's reading when it is at most kReadingReuseMs old, else a fresh one (admission and slot offers).
   const MemoryReading& RecentReading(int64_t now);
+  // RecentReading less what other builds sharing this one's memory still owe: what admission may plan on.
+  MemoryReading AdmissionReading(int64_t now);
   uint64_t RequeueFloor(const Edge* edge) const;
   // RunningJob::compute_bound: a compiler, nvcc or linker that runs here, not on a compile farm.
   bool KeepsALocalCpuBusy(const Edge* edge, const EdgeState& state) const;
@@ -227,6 +232,27 @@ class MemoryController : public JobController {
   // What the least demanding ready job that waits would be admitted at (0 when none waits); a jobserver slot
   // may not take it (memory_controller_slots.cc).
   uint64_t LeastWaitingNeed(uint64_t budget) const;
+
+  // --- machine-wide ledger (memory_controller_ledger.cc, docs/build-ledger.md) ---
+  std::string JobsCgroupPath() const;
+  void OpenLedger();
+  uint64_t OwedByOwnJobs() const;
+  void PublishToLedger();
+  void RefreshOtherBuilds(int64_t now);
+  // Holds back of `reading` what the other builds sharing this build's memory still owe.
+  void ShareWithOtherBuilds(MemoryReading* reading, int64_t now);
+  // A job running a nested headroom build is counted at what that build still owes (RunningJobs).
+  void SizeNestedBuild(const Running& running, RunningJob* job) const;
+  void AddOuterJobVariable(JobStartOptions* options) const;
+  // "; other headroom builds reserve 1.2 GiB of it" while they do, for a wait's explanation; "" otherwise.
+  std::string OtherBuildsNote() const;
+  std::unique_ptr<BuildLedger> ledger_;
+  LedgerEntry ledger_self_;
+  std::map<int, uint64_t> nested_owed_;  // by meter key: what builds nested in that job owe
+  uint64_t others_owed_ = 0;
+  int other_builds_ = 0;
+  int64_t others_read_ms_ = -1;
+  static constexpr int64_t kLedgerReuseMs = 100;
 };
 
 }  // namespace headroom

@@ -34,6 +34,7 @@ class JobRecorder;
 struct MemoryServices {
   MemoryProbe* probe = nullptr;
   JobMeter* meter = nullptr;
+  std::string ledger_dir;  // the machine-wide build ledger (build_ledger.h); "" for none
 };
 
 class NinjaMain : public BuildLog::Liveness {

@@ -24,6 +24,13 @@ struct CgroupLayout {
 // the result then has memory_version == kNone (callers fall back to /proc/meminfo and /proc sampling).
 CgroupLayout DiscoverCgroups(const std::string& root, std::vector<std::string>* warnings);
 
+// A cgroup directory as a path inside its hierarchy, as /proc/<pid>/cgroup shows it: "/box/sub" for
+// "<mount_point>/box/sub", "/" for the mount point itself; "" when dir is not below mount_point.
+std::string CgroupPathInHierarchy(const std::string& dir, const std::string& mount_point);
+
+// Whether cgroup path `inner` ("/box/sub") is `outer` ("/box") or below it; "/" contains every path.
+bool CgroupPathWithin(const std::string& inner, const std::string& outer);
+
 // The own directory first, then each parent, up to and including mount_point.
 std::vector<std::string> DirsUpToMount(const std::string& dir, const std::string& mount_point);
 

@@ -53,6 +53,8 @@ class JobMeter {
   ~JobMeter();
 
   bool uses_cgroups() const { return cgroups_ != nullptr; }
+  // The per-build cgroup the jobs are made in (a real directory), "" when jobs are sampled instead.
+  std::string jobs_cgroup_dir() const { return cgroups_ ? cgroups_->build_dir() : std::string(); }
   // Before starting job `id`: returns the directory for JobStartOptions::cgroup_dir, or "" when the job
   // will be measured by sampling (also when its cgroup could not be made).
   std::string PrepareJob(JobId id);

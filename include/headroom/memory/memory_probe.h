@@ -34,6 +34,10 @@ class MemoryProbe {
   MemoryReading Read(int64_t now_ms);
 
   const CgroupLayout& layout() const { return layout_; }
+  // The cgroup whose limit bound the last Read()'s available figure, as a path inside the memory hierarchy
+  // ("/box"; the layout's mount point is "/"), or "" when the machine's MemAvailable bound it. Builds whose jobs
+  // live below it share that memory with this one (BuildLedger: their reservations count here).
+  std::string BindingCgroup() const;
   // Warnings collected so far (each problem once per probe); the caller prints them.
   std::vector<std::string> TakeWarnings();
 
@@ -47,6 +51,8 @@ class MemoryProbe {
     uint64_t available = 0;         // tightest (limit - usage) over limited levels
     uint64_t usage_at_binding = 0;
     bool have_available = false;
+    std::string binding_dir;        // the level whose headroom is the tightest
+
   };
 
   void ReadMeminfo(MemoryReading* reading);
@@ -61,6 +67,7 @@ class MemoryProbe {
   CgroupLayout layout_;
   KernelFile meminfo_;
   std::vector<LimitLevel> levels_;
+  std::string binding_dir_;  // the last Read()'s binding level; "" when the machine bound it
   std::vector<PressureSource> pressure_sources_;
   std::set<std::string> warned_;
   std::vector<std::string> warnings_;

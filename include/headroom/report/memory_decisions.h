@@ -25,6 +25,11 @@ struct MemoryDecisions {
   int early_starts = 0;          // exclusive jobs started as the jobs before them were ending (AdmissionConfig)
   int parks = 0;                 // such jobs paused (parked) at least once until the memory they needed was free
   std::string guard;             // "build guard: ..." or "no build guard: ...", for the summary
+  // Other headroom builds sharing this one's memory (build_ledger.h): the most seen at once and the most they
+  // reserved at once; ledger says why there was none ("" when there was one, or no memory decision).
+  int other_builds_most = 0;
+  uint64_t others_owed_most = 0;
+  std::string ledger;
   // Scale-out (docs/scale-out.md), when the build had a remote pool: remote-eligible jobs that ran on the farm,
   // those seen compiling here instead, jobs counted as local, and the most remote jobs at once.
   int remote_jobs = 0;

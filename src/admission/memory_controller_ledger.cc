@@ -1,0 +1,142 @@
+// MemoryController's part in the machine-wide build ledger (build_ledger.h, docs/build-ledger.md): it publishes
+// what this build's running jobs still owe, counts what the other builds sharing its memory owe, and sizes the
+// jobs that run a headroom build of their own from what that nested build publishes. Kept apart from
+// memory_controller.cc.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "headroom/admission/memory_controller.h"
+#include "headroom/graph/graph.h"
+#include "headroom/memory/build_ledger.h"
+#include "headroom/memory/cgroup_layout.h"
+#include "headroom/util/byte_size.h"
+
+namespace headroom {
+
+namespace {
+
+// Set in every job's environment while this build has a ledger entry: a headroom started by the job (a CMake
+// superbuild, pip building a CMake project) takes its budget from this build's and publishes its reservations
+// as part of the job, so they are counted once.
+constexpr const char* kOuterJobVariable = "HEADROOM_OUTER_JOB";
+
+// "<outer build id>:<job key>"; anything else is ignored (the build then counts as a build of its own).
+bool ParseOuterJob(const char* text, std::string* id, int64_t* job) {
+  if (text == nullptr) return false;
+  std::string_view value = text;
+  const size_t colon = value.rfind(':');
+  if (colon == std::string_view::npos || colon == 0 || colon + 1 == value.size()) return false;
+  int64_t key = 0;
+  for (char c : value.substr(colon + 1)) {
+    if (c < '0' || c > '9' || key > (int64_t{1} << 40)) return false;
+    key = key * 10 + (c - '0');
+  }
+  *id = std::string(value.substr(0, colon));
+  *job = key;
+  return true;
+}
+
+uint64_t SaturatingAdd(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
+}  // namespace
+
+// Where this build's jobs live, as the ledger's readers compare it with the cgroup that binds their memory:
+// the per-build cgroup when jobs get cgroups, else the own memory cgroup (jobs are born there).
+std::string MemoryController::JobsCgroupPath() const {
+  const CgroupLayout& layout = parts_.probe->layout();
+  const std::string dir = parts_.meter->jobs_cgroup_dir();
+  return CgroupPathInHierarchy(dir.empty() ? layout.memory_dir : dir, layout.memory_mount_point);
+}
+
+// Opened with the guard, before the first admission decision: a build with nothing to do writes no entry.
+void MemoryController::OpenLedger() {
+  if (parts_.ledger_dir.empty() || ledger_) return;
+  ledger_self_.id = ThisBuildId();
+  ledger_self_.pid = getpid();
+  ledger_self_.uid = getuid();
+  ledger_self_.cgroup = JobsCgroupPath();
+  ledger_self_.budget_bytes = budget_bytes_;
+  ParseOuterJob(getenv(kOuterJobVariable), &ledger_self_.parent_id, &ledger_self_.parent_job);
+  std::string why_not;
+  ledger_ = BuildLedger::Open(parts_.ledger_dir, ledger_self_, &why_not);
+  decisions_.ledger = ledger_ ? "" : "no build ledger (" + why_not + "): other headroom builds on this machine "
+                                     "cannot see this one's reservations, nor it theirs";
+}
+
+// What this build's jobs still owe, less the jobs whose nested build publishes its own (counted there).
+uint64_t MemoryController::OwedByOwnJobs() const {
+  uint64_t owed = 0;
+  for (const auto& [id, running] : running_) {
+    if (nested_owed_.count(running.meter_key)) continue;
+    owed = SaturatingAdd(owed, running.job.Owes() + slot_costs_.Charge(id));
+  }
+  return owed;
+}
+
+void MemoryController::PublishToLedger() {
+  if (!ledger_) return;
+  ledger_self_.owed_bytes = OwedByOwnJobs();
+  uint64_t used = 0;
+  for (const auto& [id, running] : running_) used = SaturatingAdd(used, running.job.rss);
+  ledger_self_.used_bytes = used;
+  ledger_self_.budget_bytes = budget_bytes_;
+  ledger_self_.updated_ms = 0;  // now, on the ledger's clock (shared by every build)
+  ledger_->Publish(ledger_self_);
+}
+
+// Re-reads the other builds' entries at most every kLedgerReuseMs. A build counts when its jobs live below the
+// cgroup whose limit binds this build's memory (every build, when the machine's memory binds); builds nested in
+// this one's jobs are sized through those jobs instead (RunningJobs).
+void MemoryController::RefreshOtherBuilds(int64_t now) {
+  if (!ledger_ || (others_read_ms_ >= 0 && now - others_read_ms_ < kLedgerReuseMs)) return;
+  others_read_ms_ = now;
+  const std::string scope = parts_.probe->BindingCgroup();
+  others_owed_ = 0;
+  other_builds_ = 0;
+  nested_owed_.clear();
+  for (const LedgerEntry& entry : ledger_->Others()) {
+    if (entry.parent_id == ledger_->id() && entry.parent_job >= 0) {
+      auto& owed = nested_owed_[static_cast<int>(entry.parent_job)];
+      owed = SaturatingAdd(owed, entry.owed_bytes);
+      continue;
+    }
+    if (!scope.empty() && !CgroupPathWithin(entry.cgroup, scope)) continue;
+    others_owed_ = SaturatingAdd(others_owed_, entry.owed_bytes);
+    ++other_builds_;
+  }
+  decisions_.other_builds_most = std::max(decisions_.other_builds_most, other_builds_);
+  decisions_.others_owed_most = std::max(decisions_.others_owed_most, others_owed_);
+}
+
+// What the other builds' running jobs are still expected to grow by is memory this build may not plan on: the
+// reading admission (and an early start's room) sees holds it back. The safety net keeps the real reading,
+// since nothing is short until they do grow.
+void MemoryController::ShareWithOtherBuilds(MemoryReading* reading, int64_t now) {
+  if (!ledger_) return;
+  RefreshOtherBuilds(now);
+  reading->available_bytes = reading->available_bytes > others_owed_ ? reading->available_bytes - others_owed_ : 0;
+}
+
+void MemoryController::SizeNestedBuild(const Running& running, RunningJob* job) const {
+  if (nested_owed_.empty()) return;
+  auto it = nested_owed_.find(running.meter_key);
+  if (it == nested_owed_.end()) return;
+  // The nested build's own reservations replace the estimate this build started the job with.
+  job->predicted_peak = SaturatingAdd(job->rss, it->second);
+}
+
+void MemoryController::AddOuterJobVariable(JobStartOptions* options) const {
+  if (!ledger_) return;
+  options->environment.push_back(std::string(kOuterJobVariable) + "=" + ledger_->id() + ":" +
+                                 std::to_string(pending_meter_key_));
+}
+
+std::string MemoryController::OtherBuildsNote() const {
+  if (others_owed_ == 0) return "";
+  return " (" + std::to_string(other_builds_) + (other_builds_ == 1 ? " other headroom build reserves " : " other headroom builds reserve ") +
+         FormatBytes(others_owed_) + " more)";
+}
+
+}  // namespace headroom
