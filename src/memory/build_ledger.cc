@@ -549,6 +549,7 @@ bool BuildLedger::Publish(const LedgerEntry& self) {
 std::vector<LedgerEntry> BuildLedger::Others() {
   std::vector<LedgerEntry> others;
   std::map<std::string, LedgerEntry> readings;
+  std::map<uid_t, size_t> read_per_user;
   rewinddir(dir_stream_);  // re-reads the directory
   size_t examined = 0;
   while (const dirent* item = readdir(dir_stream_)) {
@@ -560,6 +561,7 @@ std::vector<LedgerEntry> BuildLedger::Others() {
     const int raw = closer.get();
     struct stat st {};
     if (raw < 0 || fstat(raw, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (++read_per_user[st.st_uid] > kMaxLedgerEntriesPerUser) continue;
     // The owner holds an exclusive lock for its whole life: a shared one we can take means it is gone.
     if (flock(raw, LOCK_SH | LOCK_NB) == 0) {
       RemoveIfSameFile(dir_fd_, item->d_name, st);

@@ -632,16 +632,34 @@ TEST(BuildLedgerTest, ALiveEntryReadBadlyCountsAtItsLastGoodReading) {
   EXPECT_TRUE(reader->Others().empty());
 }
 
-TEST(BuildLedgerTest, AFloodOfEntriesIsReadOnlyUpToTheLimit) {
+// Looks up nobody, or skips: the tests below need root (as CI has) to act as a second user.
+bool NobodyIds(uid_t* uid, gid_t* gid) {
+  const passwd* nobody = getpwnam("nobody");
+  if (nobody == nullptr || geteuid() != 0) return false;
+  *uid = nobody->pw_uid;
+  *gid = nobody->pw_gid;
+  return true;
+}
+
+// One user's flood of live entries is read only up to that user's share, and hides no other user's build.
+TEST(BuildLedgerTest, AFloodOfOneUsersEntriesIsReadOnlyUpToTheirShare) {
+  uid_t uid;
+  gid_t gid;
+  if (!NobodyIds(&uid, &gid)) GTEST_SKIP() << "needs root and a 'nobody' user";
   LedgerTempDir temp;
   auto reader = OpenOrFail(temp.ledger(), Figures("1-1", 0));
   ASSERT_NE(reader, nullptr);
   std::vector<int> locks;
-  for (size_t i = 0; i < kMaxLedgerEntries + 20; ++i) {
+  for (size_t i = 0; i < kMaxLedgerEntriesPerUser + 20; ++i) {
     locks.push_back(LockedFile(temp.Path(fmt::format("{}-1.ledger", i + 10)),
                                Sealed(fmt::format("headroom-ledger 1 id={}-1 pid=5 owed=1", i + 10))));
   }
-  EXPECT_EQ(reader->Others().size(), kMaxLedgerEntries);
+  const std::string theirs = temp.Path("7-7.ledger");
+  locks.push_back(LockedFile(theirs, Sealed("headroom-ledger 1 id=7-7 pid=7 owed=700")));
+  ASSERT_EQ(chown(theirs.c_str(), uid, gid), 0);
+  const std::vector<LedgerEntry> seen = reader->Others();
+  EXPECT_EQ(seen.size(), kMaxLedgerEntriesPerUser + 1);
+  EXPECT_EQ(std::count_if(seen.begin(), seen.end(), [&](const LedgerEntry& e) { return e.uid == uid; }), 1);
   for (int fd : locks) close(fd);
 }
 
@@ -687,15 +705,6 @@ TEST(BuildLedgerTest, UnsafeDirectoriesAreRefusedWithAReason) {
   chmod(private_dir.c_str(), 0700);
   EXPECT_NE(OpenOrFail(private_dir, Figures("1-1", 0)), nullptr);
   EXPECT_NE(OpenOrFail(real, Figures("1-1", 0)), nullptr);
-}
-
-// Looks up nobody, or skips: the tests below need root (as CI has) to act as a second user.
-bool NobodyIds(uid_t* uid, gid_t* gid) {
-  const passwd* nobody = getpwnam("nobody");
-  if (nobody == nullptr || geteuid() != 0) return false;
-  *uid = nobody->pw_uid;
-  *gid = nobody->pw_gid;
-  return true;
 }
 
 TEST(BuildLedgerTest, ADirectoryOwnedByAnotherUserIsRefused) {

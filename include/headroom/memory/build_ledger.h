@@ -33,11 +33,17 @@ struct LedgerEntry {
 // can therefore make other builds' admission see no room, never fail them: admission's forward-progress rule
 // still starts a job whenever none of a build's own runs.
 inline constexpr uint64_t kMaxLedgerClaimBytes = uint64_t{1} << 50;
-// Others() looks at no more than this many entry files per call, so a flooded directory cannot make it slow.
-inline constexpr size_t kMaxLedgerEntries = 256;
+// Others() reads no more than this many entries of one user (the file's owner) per call, so one user flooding
+// the directory can neither hide other users' builds nor make a reading costly...
+inline constexpr size_t kMaxLedgerEntriesPerUser = 64;
+// ...and looks at no more than this many names in all (a bound on its cost, not reached by honest use).
+inline constexpr size_t kMaxLedgerEntries = 4096;
 // The most an entry's record may take (the reader reads no further); a longer cgroup path is published as "".
 inline constexpr size_t kMaxLedgerRecordBytes = 4096;
 
+// One build's entry and its view of the others. Used from one thread. A forked child must neither destroy it (the
+// destructor removes the entry) nor keep running without exec while the build may die: it shares the entry's lock
+// (docs/build-ledger.md, "After a crash").
 class BuildLedger {
  public:
   // Opens (creating if needed) the ledger directory and this build's entry. nullptr with *err when the
