@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# Owns the cgroup-v2 VM: installs what is missing (qemu, a Debian kernel, busybox, virtme-ng), boots that kernel over
+# this machine's own userspace with vng (cgroup v2 only, memory controller on), and runs one command inside it.
+#
+# Usage: scripts/v2-vm.sh [--memory SIZE] [--cpus N] [--timeout SECONDS] [--rwdir DIR]... [--verbose] [--] COMMAND [ARG...]
+#        scripts/v2-vm.sh --install-only
+#
+# The command runs as root in the current directory (the same path inside), in the guest's root cgroup (whose
+# subtree_control gets +memory +pids, as systemd sets it on a v2 host), with this shell's PATH (the python3 found here
+# first), HOME, CI, TMPDIR, PYTHON*, HEADROOM_* and NINJA_* variables. Inside, the host's filesystem is read-only
+# except each --rwdir (shared with the host) and /tmp, /etc, /var... (overlays in guest memory, lost at the end).
+# Its stdout and stderr are this script's. Exit status: the command's; 124 when the timeout (default 1200 s) ended
+# the VM; 125 when installing failed or the VM did not boot or did not report the command's status.
+# Environment: V2VM_KERNEL=/boot/vmlinuz-... picks the kernel (default: the newest Debian one in /boot).
+# /dev/kvm exists on these machines but a nested KVM guest hangs after the EDD probe: the VM runs under TCG
+# (--disable-kvm), roughly 10x slower than native for CPU-bound work.
+set -uo pipefail
+
+memory=3G
+cpus=2
+timeout_s=1200
+verbose=0
+install_only=0
+rwdirs=()
+
+usage() {
+  sed -n 's/^# Usage: /usage: /p; s/^#        scripts/       scripts/p' "$0" >&2
+  exit 125
+}
+die() { echo "v2-vm: $*" >&2; exit 125; }
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --memory) memory="${2:?}"; shift 2 ;;
+    --cpus) cpus="${2:?}"; shift 2 ;;
+    --timeout) timeout_s="${2:?}"; shift 2 ;;
+    --rwdir) rwdirs+=("$(realpath -m "${2:?}")"); shift 2 ;;
+    --verbose) verbose=1; shift ;;
+    --install-only) install_only=1; shift ;;
+    -h|--help) usage ;;
+    --) shift; break ;;
+    -*) echo "v2-vm: unknown option $1" >&2; usage ;;
+    *) break ;;
+  esac
+done
+[ $# -gt 0 ] || [ $install_only = 1 ] || usage
+
+# --- Install what is missing (idempotent, like scripts/install-deps.sh). -------------------------------------------
+# No recommends: qemu-system-x86's (a GUI, ffmpeg...) are ~140 packages vng does not need. INITRD=No: the Debian
+# kernel's own initramfs is never used (vng builds one of its own with busybox and the kernel's modules), and making it
+# costs about a minute per generation on a fresh machine.
+debian_packages=(qemu-system-x86 linux-image-amd64 busybox-static)
+missing=()
+for package in "${debian_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "v2-vm: installing ${missing[*]}" >&2
+  sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  { $sudo_cmd apt-get update -qq &&
+    $sudo_cmd env DEBIAN_FRONTEND=noninteractive INITRD=No apt-get install -y -qq --no-install-recommends \
+      "${missing[@]}" >/dev/null; } || die "installing ${missing[*]} failed"
+fi
+vng_version=1.42
+if ! command -v vng >/dev/null || [ "$(vng --version 2>/dev/null)" != "virtme-ng $vng_version" ]; then
+  echo "v2-vm: installing virtme-ng==$vng_version" >&2
+  python3 -m pip install -q --disable-pip-version-check "virtme-ng==$vng_version" 2>/dev/null ||
+    python3 -m pip install -q --disable-pip-version-check --break-system-packages "virtme-ng==$vng_version" ||
+    die "installing virtme-ng==$vng_version failed"
+  hash -r
+  command -v vng >/dev/null || die "vng is not on PATH after installing virtme-ng"
+fi
+[ $install_only = 1 ] && exit 0
+
+# --- The kernel: the newest Debian kernel in /boot that has its modules (vng loads 9p and virtio from them). --------
+kernel="${V2VM_KERNEL:-}"
+if [ -z "$kernel" ]; then
+  for image in $(ls /boot/vmlinuz-* 2>/dev/null | sort -V -r); do
+    [ -d "/lib/modules/${image#/boot/vmlinuz-}/kernel" ] && { kernel="$image"; break; }
+  done
+fi
+[ -n "$kernel" ] && [ -r "$kernel" ] || die "no kernel with modules in /boot (linux-image-amd64 installs one)"
+
+# --- The command, wrapped: it reports that the guest came up and its exit status through a shared directory. -------
+state="$(mktemp -d "${TMPDIR:-/tmp}/headroom-v2vm.XXXXXX")" || die "mktemp failed"
+trap 'rm -rf "$state"' EXIT
+python_dir="$(dirname "$(python3 -c 'import sys; print(sys.executable)')")"
+{
+  echo '#!/bin/bash'
+  echo "echo \"v2-vm: guest up: Linux \$(uname -r), \$(nproc) CPUs, \$(awk '/MemTotal/ {print int(\$2/1024)}' /proc/meminfo) MiB\" >&2"
+  printf ': > %q/booted\n' "$state"
+  # The guest starts with a minimal environment: give the command this shell's (the python3 found here first).
+  printf 'export PATH=%q\n' "$python_dir:$PATH"
+  for var in HOME CI TMPDIR LANG LC_ALL $(compgen -e | grep -E '^(HEADROOM_|NINJA_|PYTHON|PYTEST_|GTEST_)'); do
+    [ -n "${!var+x}" ] && printf 'export %s=%q\n' "$var" "${!var}"
+  done
+  # systemd enables these for the root cgroup's children on a v2 host; the guest has no systemd.
+  echo 'for c in memory pids cpu io; do echo "+$c" > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null; done'
+  printf 'cd %q || exit 125\n' "$PWD"
+  printf '%q ' "$@"; echo
+  printf 'echo $? > %q/rc\n' "$state"
+} > "$state/inner.sh"
+
+vng_args=(-r "$kernel" --disable-kvm --memory "$memory" --cpus "$cpus" --rwdir "$state")
+for dir in "${rwdirs[@]}"; do
+  mkdir -p "$dir" && vng_args+=(--rwdir "$dir")
+done
+[ $verbose = 1 ] && vng_args+=(--verbose)
+
+echo "v2-vm: booting $kernel (TCG, $cpus CPUs, $memory, timeout ${timeout_s}s): $*" >&2
+start=$SECONDS
+# qemu reopens /proc/self/fd/1 and /proc/self/fd/2 for the guest's output: a file (a CI log) would be written from
+# offset 0, over what is already there. Through pipes the output follows on. timeout signals its whole process group:
+# vng and the qemu it runs.
+exec 4> >(cat)
+out_pid=$!
+exec 5> >(cat >&2)
+err_pid=$!
+timeout -k 30 "$timeout_s" vng "${vng_args[@]}" --exec "/bin/bash $state/inner.sh" </dev/null >&4 2>&5
+vng_rc=$?
+exec 4>&- 5>&-
+wait $out_pid $err_pid
+elapsed=$((SECONDS - start))
+
+if [ $vng_rc -eq 124 ] || [ $vng_rc -eq 137 ]; then
+  echo "v2-vm: TIMEOUT: the VM was stopped after ${elapsed}s (limit ${timeout_s}s)$([ -e "$state/booted" ] || echo '; it never booted')" >&2
+  exit 124
+fi
+if [ ! -e "$state/booted" ]; then
+  die "FAILED: the VM did not boot (vng exited $vng_rc after ${elapsed}s; kernel $kernel). Rerun with --verbose to see its console."
+fi
+if [ ! -s "$state/rc" ]; then
+  die "FAILED: the VM booted but the command did not report its exit status (vng exited $vng_rc after ${elapsed}s: a guest crash or panic?). Rerun with --verbose."
+fi
+rc="$(cat "$state/rc")"
+echo "v2-vm: the command exited $rc; the VM ran ${elapsed}s" >&2
+exit "$rc"
