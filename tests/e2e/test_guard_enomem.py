@@ -1,7 +1,11 @@
 """The build guard and failures it causes (docs/build-guard.md): at a v1 limit with the OOM killer off, page faults
 wait, but a charge made inside a system call fails, so a job writing a tmpfs file (/dev/shm here, a compiler's temp
 file in a tmpfs /tmp in real builds) while the build is at its limit gets ENOMEM and exits non-zero. headroom must
-requeue it once instead of failing the build, with 0 kernel OOM kills, in a real cgroup box (root; CI runs as root)."""
+requeue it once instead of failing the build, with 0 kernel OOM kills, in a real cgroup box (root; CI runs as root).
+On cgroup v2 (scripts/test-v2.sh runs these in a VM) a charge at memory.max ends in the group's OOM killer, not ENOMEM,
+and the guard acts before it, while the build is throttled above memory.high: the same builds must end as on v1 (rc 0,
+resp. the writer's real failure shown once), with 0 kernel OOM kills; who paid (a retried writer or a killed holder) is
+the kernel's timing."""
 
 import os
 import shutil
@@ -96,8 +100,6 @@ def test_a_tmpfs_write_that_fails_at_the_guards_limit_is_retried(tmp_path, box_f
     little below it): the write gets ENOMEM at the cap. The build finishes rc 0, the writer ran twice, the kernel
     killed nothing, its failed attempt is not shown as FAILED, and the summary and -d explain say it was retried."""
     box = box_factory(512 * MiB)
-    if box.version != "v1":
-        pytest.skip("the ENOMEM comes from v1's OOM killer being off; v2's guard is covered by unit tests")
     box.require_complete_kill_count()
     (tmp_path / "writer.sh").write_text(WRITER)
     (tmp_path / "holder.sh").write_text(HOLDER)
@@ -112,9 +114,15 @@ def test_a_tmpfs_write_that_fails_at_the_guards_limit_is_retried(tmp_path, box_f
     assert (tmp_path / "writer.out").exists() and (tmp_path / "holder.out").exists()
     assert box.oom_kills() == 0, output
     assert not shm_file.exists()
-    assert "build guard: cgroup v1" in result.stderr, output
-    assert "1 job failed at the limit and was requeued" in result.stdout, output
+    assert "build guard: cgroup %s" % box.version in result.stderr, output
     retry = next((line for line in result.stderr.splitlines() if "retrying 'writer.out'" in line), None)
+    if box.version == "v2" and retry is None:
+        # v2: the guard ended the throttled stall by killing the holder (the youngest job holding memory) before the
+        # write met memory.max; the writer's write went through at its first attempt.
+        assert "s" in history_outcomes(tmp_path) and "o" not in history_outcomes(tmp_path), output
+        assert "FAILED" not in result.stdout, output
+        return
+    assert "1 job failed at the limit and was requeued" in result.stdout, output
     assert retry is not None, output
     # The failed attempt's first line is dd's ENOMEM, when it got out: its write to the output pipe needs a pipe
     # page, charged to the job's cgroup at the limit, and that charge may fail too (seen under load; the message
@@ -128,8 +136,6 @@ def test_a_real_failure_at_the_limit_fails_after_one_retry(tmp_path, box_factory
     """The same build whose writer always fails (a compile error, as it were) after filling /dev/shm: retried once,
     then the build fails as ninja's would, the error shown once, and still no kernel OOM kill."""
     box = box_factory(512 * MiB)
-    if box.version != "v1":
-        pytest.skip("the ENOMEM comes from v1's OOM killer being off; v2's guard is covered by unit tests")
     box.require_complete_kill_count()
     (tmp_path / "writer.sh").write_text(WRITER.replace('touch "$out"', 'echo "writer.c:1: error: real" >&2; exit 3'))
     (tmp_path / "holder.sh").write_text(HOLDER)
