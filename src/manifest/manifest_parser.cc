@@ -3,6 +3,7 @@
 #include "headroom/manifest/manifest_parser.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <memory>
 
@@ -14,6 +15,14 @@
 namespace headroom {
 
 namespace {
+
+// A pool's depth as ninja 1.13.2 reads it: a leading decimal number ("abc" is 0, "12x" is 12), saturated to
+// the range of long, then stored in an int, keeping the low 32 bits. So 2147483648 and 4294967295 become
+// negative (ninja reports "invalid pool depth"), and 4294967296 becomes 0, an unlimited pool.
+int PoolDepthAsNinjaReadsIt(const std::string& value) {
+  const long read = std::strtol(value.c_str(), nullptr, 10);  // saturates at LONG_MIN / LONG_MAX
+  return static_cast<int>(static_cast<uint32_t>(read));        // both conversions are modulo 2^32 (C++20)
+}
 
 // True when CanonicalizePath would return `path` unchanged: no empty or "." components, and ".." only
 // as a leading run of a relative path (CanonicalizePath keeps those). Nearly every manifest path passes,
@@ -171,18 +180,18 @@ bool ManifestParser::ParsePool(std::string* err) {
   // Pools are global (not scoped) and `console` is predefined.
   if (state_->LookupPool(pool_name)) return lexer_->Error("duplicate pool '" + pool_name + "'", err);
 
-  long depth = -1;
+  int depth = -1;
   while (lexer_->PeekToken(Lexer::Token::kIndent)) {
     std::string_view key;
     if (!ParseLet(&key, &value_, err)) return false;
     if (key != "depth") return lexer_->Error("unexpected variable '" + std::string(key) + "'", err);
     std::string value;
     value_.Evaluate(env_, &value);
-    depth = std::atol(value.c_str());  // ninja 1.13.2 reads it with atol: "abc" is depth 0.
+    depth = PoolDepthAsNinjaReadsIt(value);
     if (depth < 0) return lexer_->Error("invalid pool depth", err);
   }
   if (depth < 0) return lexer_->Error("expected 'depth =' line", err);
-  state_->AddPool(std::make_unique<Pool>(pool_name, static_cast<int>(depth)));
+  state_->AddPool(std::make_unique<Pool>(pool_name, depth));
   return true;
 }
 

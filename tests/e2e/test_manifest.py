@@ -331,6 +331,22 @@ def test_pool_depth_two_allows_two_concurrent_jobs(ws):
 
 
 @scenario
+def test_pool_depths_ninja_reads_leniently(ws):
+    """Depths ninja accepts though they look wrong: the low 32 bits of 2^32 (0, unlimited) and of 2^32 + 2,
+    a trailing junk suffix, and a non-number (0). Each pool runs its jobs to the end."""
+    depths = {"wrap0": "4294967296", "wrap2": "4294967298", "suffix": "12x", "word": "abc",
+              "negwrap": "-4294967296", "max": "2147483647"}
+    text = "".join("pool %s\n  depth = %s\n" % (name, d) for name, d in depths.items())
+    text += "rule r\n  command = echo $out >> cmds.log && touch $out\n"
+    for name in depths:
+        text += "build %s_1: r\n  pool = %s\nbuild %s_2: r\n  pool = %s\n" % (name, name, name, name)
+    ws.write("build.ninja", text)
+    r = ws.run("-j4", stdout="ignore")
+    assert r.rc == 0, r
+    ws.snapshot()
+
+
+@scenario
 def test_console_pool(ws):
     ws.write("build.ninja",
              "rule con\n"
@@ -575,6 +591,10 @@ PARSE_ERRORS = {
     "indent_after_blank_line": "rule r\n  command = x\n  \n  description = y\n",
     "pool_without_depth": "pool p\n",
     "pool_negative_depth": "pool p\n  depth = -1\n",
+    # ninja keeps a depth's low 32 bits in an int: these read as negative and are refused.
+    "pool_depth_2_pow_31": "pool p\n  depth = 2147483648\n",
+    "pool_depth_2_pow_32_minus_1": "pool p\n  depth = 4294967295\n",
+    "pool_depth_beyond_long": "pool p\n  depth = 99999999999999999999\n",
     "pool_unexpected_var": "pool p\n  depth = 1\n  foo = 2\n",
     "duplicate_pool": "pool p\n  depth = 1\npool p\n  depth = 2\n",
     "unknown_pool": "rule r\n  command = x\n  pool = nope\nbuild a: r\n",
