@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The whole test suite (the README's test command; .ci/run execs it): installs what is missing, builds, runs every
-# test through ctest (unit, memory tests in a real cgroup box, end-to-end and differential tests against ninja), then
-# the sanitizer and fuzz stage (scripts/sanitize.sh: ASan+UBSan unit + e2e, libFuzzer targets).
-# Usage: test.sh [ctest args]  (given to both ctest runs). HEADROOM_SKIP_SANITIZERS=1 skips the last stage (local use
-# only: CI runs it). Exits non-zero if any stage failed; every stage runs regardless, so one CI run shows them all.
+# test through ctest (unit, memory tests in a real cgroup box, end-to-end and differential tests against ninja), the
+# cgroup v2 lane in a VM (scripts/test-v2.sh), then the sanitizer and fuzz stage (scripts/sanitize.sh: ASan+UBSan
+# unit + e2e, libFuzzer targets).
+# Usage: test.sh [ctest args]  (given to both ctest runs). HEADROOM_SKIP_SANITIZERS=1 skips the last stage and
+# HEADROOM_SKIP_V2_LANE=1 the VM stage (local use only: CI runs both). Exits non-zero if any stage failed; every stage
+# runs regardless, so one CI run shows them all.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,6 +47,17 @@ ctest --test-dir build --output-on-failure -j"$(nproc)" "$@"
 rc=$?
 finish "plain tests" $rc
 [ $rc -ne 0 ] && keep_failure_tails build
+
+# The memory guard's cgroup v2 path on a real v2 kernel: this machine's cgroups are v1, so a VM (scripts/v2-vm.sh
+# installs qemu and a kernel, then scripts/test-v2.sh runs the real-cgroup unit tests and the memory e2e suites in it).
+# A VM that cannot boot fails the stage.
+if [ "${HEADROOM_SKIP_V2_LANE:-0}" = 1 ]; then
+  banner "cgroup v2 lane (VM): SKIPPED (HEADROOM_SKIP_V2_LANE=1)"
+else
+  banner "cgroup v2 lane (VM) (scripts/test-v2.sh)"
+  scripts/test-v2.sh --build build
+  finish "cgroup v2 lane (VM)" $?
+fi
 
 if [ "${HEADROOM_SKIP_SANITIZERS:-0}" = 1 ]; then
   banner "sanitizers + fuzzing: SKIPPED (HEADROOM_SKIP_SANITIZERS=1)"
