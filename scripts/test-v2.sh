@@ -37,6 +37,13 @@ e2e_lean_deselect=(
   test_memory_box.py::test_second_build_uses_what_the_first_learned
   test_guard_rise_bets.py::test_a_warm_build_runs_a_quick_job_beside_a_ramping_heavy_one
 )
+# Timing-sensitive under TCG: their rules work from measured durations and curves, and the VM's pace follows the
+# host's load (the early start passed in one run and missed its window in the next on a host loaded by other builds).
+# When nothing else failed, a failure of these is retried once.
+e2e_timing_sensitive=(
+  test_guard_early_start.py::test_a_warm_build_starts_the_next_exclusive_job_before_the_last_one_ends
+  test_guard_rise_bets.py::test_a_ramping_jobs_rise_curve_is_recorded_and_never_later_than_its_ramp
+)
 
 build=build
 timeout_s=900
@@ -85,15 +92,15 @@ export XDG_CACHE_HOME="$(mktemp -d /tmp/headroom-v2-cache.XXXXXX)"
 "$HEADROOM_BIN" --version >/dev/null || { echo "test-v2: $HEADROOM_BIN does not run here" >&2; exit 2; }
 failed=0
 summary=()
-# step NAME XML COMMAND...: runs one step, its output to the console and NAME.log. The summary gets a line for the step
-# and one per test file (or "unit") of its JUnit XML: counts and the time its tests took.
+# step NAME XML COMMAND...: runs one step, its output to the console and NAME.log, its status in last_rc. The summary
+# gets a line for the step and one per test file (or "unit") of its JUnit XML: counts and the time its tests took.
 step() {
   local name="$1" xml="$2" start=$SECONDS rc
   shift 2
   printf '\n---- %s ----\n' "$name"
   "$@" 2>&1 | tee "$results/$name.log"
   rc=${PIPESTATUS[0]}
-  [ "$rc" -ne 0 ] && failed=1
+  last_rc=$rc
   summary+=("$(printf '%-34s %5ds  %s' "$name" $((SECONDS - start)) "$([ "$rc" -eq 0 ] && echo ok || echo "FAILED (exit $rc)")")")
   summary+=("$(python3 - "$xml" <<'PY'
 import collections, sys, xml.etree.ElementTree as ET
@@ -123,6 +130,7 @@ PY
 if [ $mode != e2e ]; then
   step unit "$results/unit.xml" timeout 600 "$build/tests/headroom_tests" --gtest_filter="$unit_filter" \
     --gtest_output="xml:$results/unit.xml"
+  [ $last_rc -ne 0 ] && failed=1
 fi
 if [ $mode != unit ]; then
   # As tests/CMakeLists.txt runs each suite (from the source dir, HEADROOM_BIN set, one at a time), but in one pytest
@@ -131,6 +139,27 @@ if [ $mode != unit ]; then
   [ $full = 0 ] && for id in "${e2e_lean_deselect[@]}"; do deselect+=(--deselect "tests/e2e/$id"); done
   step e2e "$results/e2e.xml" timeout 1200 python3 -m pytest "${e2e_suites[@]/#/tests/e2e/}" -q -p no:cacheprovider \
     -rA --durations=10 --junitxml="$results/e2e.xml" "${deselect[@]}" "$@"
+  if [ $last_rc -ne 0 ]; then
+    # When only timing-sensitive tests failed, they run once more (a second pytest run: ~30 s more).
+    mapfile -t retry < <(python3 - "$results/e2e.xml" "${e2e_timing_sensitive[@]}" <<'PY'
+import sys, xml.etree.ElementTree as ET
+try:
+    cases = list(ET.parse(sys.argv[1]).getroot().iter("testcase"))
+except Exception:
+    sys.exit()
+failed = [case.get("classname", "").rsplit(".", 1)[-1] + ".py::" + case.get("name", "") for case in cases
+          if case.find("failure") is not None or case.find("error") is not None]
+if failed and all(test.split("[")[0] in sys.argv[2:] for test in failed):
+    print("\n".join(failed))
+PY
+)
+    if [ ${#retry[@]} -gt 0 ]; then
+      step e2e-retry "$results/e2e-retry.xml" timeout 600 python3 -m pytest "${retry[@]/#/tests/e2e/}" -q \
+        -p no:cacheprovider -rA --junitxml="$results/e2e-retry.xml"
+      summary+=("  (the timing-sensitive tests that failed above ran again: they count as the retry ended)")
+    fi
+  fi
+  [ $last_rc -ne 0 ] && failed=1
 fi
 rm -rf "$XDG_CACHE_HOME"
 printf '%s\n' "${summary[@]}" | tee "$results/summary.txt"

@@ -88,7 +88,8 @@ trap 'rm -rf "$state"' EXIT
 python_dir="$(dirname "$(python3 -c 'import sys; print(sys.executable)')")"
 {
   echo '#!/bin/bash'
-  echo "echo \"v2-vm: guest up: Linux \$(uname -r), \$(nproc) CPUs, \$(awk '/MemTotal/ {print int(\$2/1024)}' /proc/meminfo) MiB\" >&2"
+  # The guest's clock starts from the host's (RTC): the boot's wall time is good to a second.
+  echo "echo \"v2-vm: guest up after \$((\$(date +%s) - $(date +%s)))s: Linux \$(uname -r), \$(nproc) CPUs, \$(awk '/MemTotal/ {print int(\$2/1024)}' /proc/meminfo) MiB\" >&2"
   printf ': > %q/booted\n' "$state"
   # The guest starts with a minimal environment: give the command this shell's (the python3 found here first).
   printf 'export PATH=%q\n' "$python_dir:$PATH"
@@ -117,10 +118,18 @@ exec 4> >(cat)
 out_pid=$!
 exec 5> >(cat >&2)
 err_pid=$!
-timeout -k 30 "$timeout_s" vng "${vng_args[@]}" --exec "/bin/bash $state/inner.sh" </dev/null >&4 2>&5
+# timeout leads a process group of its own, out of reach of a terminal's ^C: an interrupt or a TERM of this script is
+# passed on to it (it signals the group), and the script waits for the VM to end.
+timeout -k 30 "$timeout_s" vng "${vng_args[@]}" --exec "/bin/bash $state/inner.sh" </dev/null >&4 2>&5 &
+vm_pid=$!
+interrupted=0
+trap 'interrupted=1; kill -TERM $vm_pid 2>/dev/null' INT TERM HUP
+wait $vm_pid
 vng_rc=$?
+while kill -0 $vm_pid 2>/dev/null; do wait $vm_pid; vng_rc=$?; done
 exec 4>&- 5>&-
 wait $out_pid $err_pid
+[ $interrupted = 1 ] && { echo "v2-vm: interrupted: the VM was stopped" >&2; exit 130; }
 elapsed=$((SECONDS - start))
 
 if [ $vng_rc -eq 124 ] || [ $vng_rc -eq 137 ]; then
