@@ -331,8 +331,14 @@ AdmissionDecision AdmissionPolicy::Decide(const MemoryReading& reading, std::spa
                                  FormatBytes(SaturatingSub(headroom, owed)));
 
   if (running.empty()) {
-    // Forward progress: with nothing running, waiting cannot free anything.
+    // Forward progress: with nothing running, waiting cannot free anything...
     if (fits) return Counted(Admit(need), peak);
+    // ...unless other builds sharing this memory run jobs: theirs end and give memory back, so the machine
+    // progresses, and a start over budget beside them would only make a guard (or the kernel) kill a job.
+    if (reading.other_builds_busy > 0) {
+      return Wait(WaitKind::kMemory, fmt::format("{}; waiting for {} other headroom build(s) to free memory", need,
+                                                 reading.other_builds_busy));
+    }
     return Counted(Admit(fmt::format("{}; over budget {} (reserve {}), running it alone", need, FormatBytes(budget),
                                      FormatBytes(reserve)),
                          /*over_budget=*/true),

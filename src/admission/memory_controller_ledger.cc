@@ -11,6 +11,7 @@
 #include "headroom/graph/graph.h"
 #include "headroom/memory/build_ledger.h"
 #include "headroom/memory/cgroup_layout.h"
+#include "headroom/report/report_format.h"
 #include "headroom/util/byte_size.h"
 
 namespace headroom {
@@ -95,6 +96,7 @@ void MemoryController::RefreshOtherBuilds(int64_t now) {
   const std::string scope = parts_.probe->BindingCgroup();
   others_owed_ = 0;
   other_builds_ = 0;
+  other_builds_busy_ = 0;
   nested_owed_.clear();
   for (const LedgerEntry& entry : ledger_->Others()) {
     if (entry.parent_id == ledger_->id() && entry.parent_job >= 0) {
@@ -105,6 +107,7 @@ void MemoryController::RefreshOtherBuilds(int64_t now) {
     if (!scope.empty() && !CgroupPathWithin(entry.cgroup, scope)) continue;
     others_owed_ = SaturatingAdd(others_owed_, entry.owed_bytes);
     ++other_builds_;
+    if (entry.owed_bytes > 0 || entry.used_bytes > 0) ++other_builds_busy_;
   }
   decisions_.other_builds_most = std::max(decisions_.other_builds_most, other_builds_);
   decisions_.others_owed_most = std::max(decisions_.others_owed_most, others_owed_);
@@ -117,6 +120,29 @@ void MemoryController::ShareWithOtherBuilds(MemoryReading* reading, int64_t now)
   if (!ledger_) return;
   RefreshOtherBuilds(now);
   reading->available_bytes = reading->available_bytes > others_owed_ ? reading->available_bytes - others_owed_ : 0;
+  reading->other_builds_busy = HoldBackForOthers(now) ? other_builds_busy_ : 0;
+  held_for_others_ = reading->other_builds_busy;
+}
+
+// With nothing of its own running, a build whose next job does not fit waits while other builds run jobs (they
+// will give memory back) rather than start it over budget beside them; for kMaxIdleWaitForOthersMs at most.
+bool MemoryController::HoldBackForOthers(int64_t now) {
+  if (!running_.empty() || other_builds_busy_ == 0) {
+    idle_since_ms_ = -1;
+    return false;
+  }
+  if (idle_since_ms_ < 0) idle_since_ms_ = now;
+  if (now - idle_since_ms_ < kMaxIdleWaitForOthersMs) return true;
+  if (!explained_idle_limit_) {
+    explained_idle_limit_ = true;
+    Explain("waited " + FormatDuration(now - idle_since_ms_) + " for other headroom builds to free memory with none "
+            "of this build's jobs running: starting the next one anyway");
+  }
+  return false;
+}
+
+int MemoryController::IdleRetryMs() const {
+  return running_.empty() && waiting_now_ > 0 && held_for_others_ > 0 ? kDefaultSampleIntervalMs : -1;
 }
 
 void MemoryController::SizeNestedBuild(const Running& running, RunningJob* job) const {

@@ -259,6 +259,16 @@ BuildResult Builder::Build(std::string* err) {
       if (jobserver_) jobserver_->ReleaseTo(static_cast<size_t>(pending_commands) + ExtraSlots());
       continue;
     }
+    // Nothing of this build runs, but the controller holds ready work back while other builds free memory.
+    if (const int retry_ms = config_.dry_run ? -1 : controller_->IdleRetryMs(); retry_ms >= 0 && failures_allowed) {
+      std::vector<JobExit> none;
+      if (runner_->Wait(retry_ms, &none) == ProcessRunner::WaitResult::kInterrupted) {
+        *err = "interrupted by user";
+        failure_exit_code_ = 130;
+        return stop(BuildResult::kInterrupted);
+      }
+      continue;
+    }
 
     status_->BuildFinished();
     controller_->BuildEnded();

@@ -177,8 +177,9 @@ ProcessRunner::WaitResult PosixProcessRunner::Wait(int timeout_ms, std::vector<J
     // Finished jobs are appended even when interrupted, so their results are not lost.
     if (interrupts_.last_signal() != 0) return WaitResult::kInterrupted;
     if (finished->size() > finished_before) return WaitResult::kJobsFinished;
-    // Nothing running means nothing can ever finish: report a timeout rather than block forever.
-    if (jobs_.empty()) return WaitResult::kTimeout;
+    // Nothing running means nothing can ever finish: report a timeout rather than block forever. With a timeout
+    // (a build waiting for other builds to free memory) it waits that long for an interrupt only.
+    if (jobs_.empty() && deadline < 0) return WaitResult::kTimeout;
     int remaining = -1;
     if (deadline >= 0) {
       remaining = static_cast<int>(std::max<int64_t>(0, deadline - MonotonicMs()));

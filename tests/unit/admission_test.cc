@@ -119,6 +119,21 @@ TEST(AdmissionTest, ForwardProgressAdmitsAnOversizedHeadWhenNothingRuns) {
   EXPECT_TRUE(policy.Decide(Reading(8 * kGiB, 100 * kMiB, 50.0), {}, Cand(1, 1 * kGiB), 0).admit);
 }
 
+// Other headroom builds sharing the memory run jobs (BuildLedger): theirs will end, so waiting is progress for the
+// machine, and a start over budget beside them would only get a job killed. A job that fits still starts.
+TEST(AdmissionTest, WithNothingRunningAHeadThatDoesNotFitWaitsWhileOtherBuildsRunJobs) {
+  AdmissionPolicy policy({.reserve_bytes = 512 * kMiB});
+  MemoryReading reading = Reading(8 * kGiB, 3 * kGiB);
+  reading.other_builds_busy = 2;
+  AdmissionDecision waits = policy.Decide(reading, {}, Cand(1, 4 * kGiB), 0);
+  EXPECT_FALSE(waits.admit);
+  EXPECT_EQ(waits.wait, WaitKind::kMemory);
+  EXPECT_NE(waits.reason.find("waiting for 2 other headroom build(s) to free memory"), std::string::npos) << waits.reason;
+  EXPECT_TRUE(policy.Decide(reading, {}, Cand(2, 2 * kGiB), 0).admit);
+  reading.other_builds_busy = 0;
+  EXPECT_TRUE(policy.Decide(reading, {}, Cand(1, 4 * kGiB), 0).over_budget);
+}
+
 TEST(AdmissionTest, PressureOrLowAvailabilityStopsAdmission) {
   AdmissionPolicy policy;
   std::vector<RunningJob> running = {Running(1, 1 * kGiB, 1 * kGiB)};

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <deque>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -99,7 +100,10 @@ class FakeProcessRunner : public ProcessRunner {
       interrupted_signal_ = 2;
       return WaitResult::kInterrupted;
     }
-    if (active_.empty()) return WaitResult::kTimeout;
+    if (active_.empty()) {
+      if (on_idle_wait) on_idle_wait();  // the builder polls with nothing running (JobController::IdleRetryMs)
+      return WaitResult::kTimeout;
+    }
     auto [id, command] = finish_newest_first ? active_.back() : active_.front();
     if (finish_newest_first) {
       active_.pop_back();
@@ -129,6 +133,7 @@ class FakeProcessRunner : public ProcessRunner {
   size_t max_running = 0;
   int aborted_with = 0;
   int interrupt_after_starts = -1;  // >= 0: report an interrupt once this many jobs started
+  std::function<void()> on_idle_wait;  // called by each Wait while nothing runs
   bool finish_newest_first = false;  // each Wait finishes the job started last (the first one runs to the end)
 
  private:

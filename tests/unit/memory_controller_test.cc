@@ -280,6 +280,23 @@ TEST_F(MemoryControllerLedgerTest, ANestedBuildIsCountedOnceThroughItsJob) {
   EXPECT_EQ(0, decisions_.other_builds_most);
 }
 
+// With none of its own jobs running, a build whose job does not fit beside another build's running jobs waits for
+// them (polling, as the builder does for IdleRetryMs) rather than start it over budget; it starts once they end.
+TEST_F(MemoryControllerLedgerTest, WithNothingOfItsOwnRunningABuildWaitsForAnotherBuildsJobs) {
+  SetUpMachine(4 * kGiBytes);
+  auto other = OtherBuild(3 * kGiBytes, "/");  // its jobs will still grow by 3 GiB: 1 GiB is left here
+  int idle_waits = 0;
+  runner_.on_idle_wait = [&]() {
+    if (++idle_waits == 3) other.reset();  // the other build ends
+    clock_.now_ms += 200;
+  };
+  Build(1, "2G", 4);
+  EXPECT_EQ(3, idle_waits);
+  EXPECT_EQ(1u, runner_.commands_run.size());
+  EXPECT_EQ(0, decisions_.over_budget_starts);
+  EXPECT_EQ(1, decisions_.jobs_waited);
+}
+
 TEST_F(MemoryControllerLedgerTest, WithoutALedgerDirectoryJobsGetNoOuterJobVariable) {
   ledger_dir_.clear();
   SetUpMachine(8 * kGiBytes);

@@ -52,6 +52,7 @@ class MemoryController : public JobController {
   void JobStarted(Edge* edge, JobId id, ProcessRunner* runner) override;
   bool JobFinished(Edge* edge, JobExit* exit) override;
   int TickIntervalMs() const override;
+  int IdleRetryMs() const override;
   void Tick(ProcessRunner* runner) override;
   void BuildEnded() override;
   // Jobserver slots (docs/jobserver.md; defined in memory_controller_slots.cc).
@@ -241,6 +242,8 @@ class MemoryController : public JobController {
   void RefreshOtherBuilds(int64_t now);
   // Holds back of `reading` what the other builds sharing this build's memory still owe.
   void ShareWithOtherBuilds(MemoryReading* reading, int64_t now);
+  bool HoldBackForOthers(int64_t now);
+  bool explained_idle_limit_ = false;
   // A job running a nested headroom build is counted at what that build still owes (RunningJobs).
   void SizeNestedBuild(const Running& running, RunningJob* job) const;
   void AddOuterJobVariable(JobStartOptions* options) const;
@@ -251,6 +254,12 @@ class MemoryController : public JobController {
   std::map<int, uint64_t> nested_owed_;  // by meter key: what builds nested in that job owe
   uint64_t others_owed_ = 0;
   int other_builds_ = 0;
+  int other_builds_busy_ = 0;       // of those, the ones running jobs (as of the last refresh)
+  int held_for_others_ = 0;         // what the last admission reading said (0 once the idle wait ran out)
+  int64_t idle_since_ms_ = -1;      // since when nothing of this build runs while others do; -1: it runs
+  // The longest a build with nothing running waits for other builds to free memory before it starts its next job
+  // alone anyway (a stuck or hostile ledger entry must not stop it for good).
+  static constexpr int64_t kMaxIdleWaitForOthersMs = 15 * 60 * 1000;
   int64_t others_read_ms_ = -1;
   static constexpr int64_t kLedgerReuseMs = 100;
 };

@@ -59,6 +59,7 @@ class RemoteController : public JobController {
   void JobStarted(Edge* edge, JobId id, ProcessRunner* runner) override;
   bool JobFinished(Edge* edge, JobExit* exit) override;
   int TickIntervalMs() const override { return inner_->TickIntervalMs(); }
+  int IdleRetryMs() const override { return inner_->IdleRetryMs(); }
   void Tick(ProcessRunner* runner) override;
   bool MayGrantSlot(Edge* edge, JobId id) override { return inner_->MayGrantSlot(edge, id); }
   void SlotsChanged(Edge* edge, JobId id, size_t slots) override { inner_->SlotsChanged(edge, id, slots); }

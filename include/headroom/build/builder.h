@@ -44,6 +44,9 @@ class JobController {
   virtual bool JobFinished(Edge* edge, JobExit* exit) { return false; }
   // How long the builder may block waiting for jobs (-1 = until one finishes).
   virtual int TickIntervalMs() const { return -1; }
+  // With nothing of this build running and ready work held back (it waits for other builds to free memory): poll
+  // again after this many ms instead of stopping as stuck. -1: nothing is held back that way.
+  virtual int IdleRetryMs() const { return -1; }
   // Periodic work while jobs run; may signal or kill jobs through the runner.
   virtual void Tick(ProcessRunner* runner) {}
   // headroom's jobserver (--jobserver, docs/jobserver.md): may job `id` be offered one more slot of

@@ -22,6 +22,10 @@ struct MemoryReading {
   uint64_t cgroup_high_bytes = 0;     // tightest v2 memory.high (throttling starts there)
   uint64_t cgroup_usage_bytes = 0;    // usage minus inactive file pages, at the level that binds
   bool pressure_known = false;        // some PSI source was readable
+
+  // Other headroom builds sharing this memory (BuildLedger) that run jobs now: with none of its own running, a
+  // build whose next job does not fit waits for them instead of starting it over budget (AdmissionPolicy).
+  int other_builds_busy = 0;
 };
 
 }  // namespace headroom
