@@ -328,7 +328,7 @@ void RemoveIfSameFile(int dir_fd, const char* name, const struct stat& st) {
 // A temporary entry left by a build killed between creating and linking it (it is locked from a moment after its
 // creation, so one that is old and unlocked is dead).
 void RemoveStaleTemporaries(int dir_fd) {
-  const int list_fd = dup(dir_fd);
+  const int list_fd = fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
   if (list_fd < 0) return;
   DIR* listing = fdopendir(list_fd);
   if (listing == nullptr) {
@@ -498,8 +498,7 @@ std::unique_ptr<BuildLedger> BuildLedger::Open(const std::string& dir, const Led
   std::unique_ptr<BuildLedger> ledger(new BuildLedger());
   ledger->dir_ = dir;
   ledger->dir_fd_ = dir_fd;
-  const int list_fd = dup(dir_fd);  // fdopendir takes its descriptor; ours stays for openat and unlinkat
-  if (list_fd >= 0) fcntl(list_fd, F_SETFD, FD_CLOEXEC);
+  const int list_fd = fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);  // fdopendir takes it; ours stays for the *at calls
   ledger->dir_stream_ = list_fd >= 0 ? fdopendir(list_fd) : nullptr;
   if (ledger->dir_stream_ == nullptr) {
     *err = fmt::format("cannot list the ledger directory {}: {}", dir, ErrnoText());

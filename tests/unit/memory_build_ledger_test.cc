@@ -489,6 +489,9 @@ INSTANTIATE_TEST_SUITE_P(ExitOrKill, DeadBuildTest, ::testing::Bool(),
 TEST(BuildLedgerTest, AForkedChildKeepsTheEntryLiveUntilItExecs) {
   LedgerTempDir temp;
   ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);  // so the orphaned grandchild can be reaped here
+  struct SubreaperOff {
+    ~SubreaperOff() { prctl(PR_SET_CHILD_SUBREAPER, 0); }
+  } subreaper_off;
   Pipe ready, go;
   pid_t grandchild_id = -1;
   {
@@ -527,7 +530,6 @@ TEST(BuildLedgerTest, AForkedChildKeepsTheEntryLiveUntilItExecs) {
   EXPECT_TRUE(reader->Others().empty());
   EXPECT_EQ(temp.Names(), std::vector<std::string>{"1-1.ledger"});
   grandchild.Kill();
-  prctl(PR_SET_CHILD_SUBREAPER, 0);
 }
 
 // ---- torn reads ----
