@@ -706,6 +706,10 @@ void MemoryController::ArmGuard(const MemoryReading& first) {
 // the youngest one that holds real memory is killed and requeued, one kill at a time.
 void MemoryController::CheckGuard(int64_t now, ProcessRunner* runner) {
   if (!guard_active()) return;
+  bool kill_in_flight = false;
+  for (const auto& [id, running] : running_) kill_in_flight |= running.safety_killed;
+  // Builds sharing the guard group take turns to kill: this build's turn ends when its victim has ended.
+  if (!kill_in_flight) guard_->EndKillTurn();
   const GuardCheck check = guard_->Check(now);
   if (!check.stalled) {
     guard_stalled_ = false;
@@ -713,11 +717,17 @@ void MemoryController::CheckGuard(int64_t now, ProcessRunner* runner) {
   }
   if (!guard_stalled_) ++decisions_.guard_stalls;
   guard_stalled_ = true;
-  bool kill_in_flight = false;
-  for (const auto& [id, running] : running_) kill_in_flight |= running.safety_killed;
+  // Every build in the group sees this stall; while another one's victim is still dying, this one waits.
+  if (!kill_in_flight && !guard_->TakeKillTurn()) return;
   const std::vector<RunningJob> jobs = RunningJobs();
-  const std::optional<uint64_t> victim = ChooseGuardVictim(jobs, kill_in_flight, guard_->limit_bytes() / 32);
-  if (!victim) return;
+  const uint64_t meaningful = guard_->limit_bytes() / 32;
+  // In a shared group the youngest job holding real memory pays, whichever build runs it.
+  const bool defer = !kill_in_flight && guard_->AnotherBuildShouldPay(meaningful, now);
+  const std::optional<uint64_t> victim = defer ? std::nullopt : ChooseGuardVictim(jobs, kill_in_flight, meaningful);
+  if (!victim) {
+    if (!kill_in_flight) guard_->EndKillTurn();  // nothing of this build's to free, or not its turn to pay
+    return;
+  }
   ++decisions_.guard_kills;
   ApplySafetyAction(SafetyAction{SafetyAction::Kind::kKill, *victim, check.detail + "; killing the youngest job"},
                     runner);

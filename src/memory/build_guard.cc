@@ -1,5 +1,6 @@
-// BuildGuard: caps the per-build cgroup (v1 limit + OOM killer off + eventfd, v2 memory.high/max), tells
-// when the build is stalled at its limit, and undoes all of it on release or, via a watcher, on death.
+// BuildGuard: caps the group the builds of a cgroup share (v1 limit + OOM killer off + eventfd, v2 memory.high/max),
+// tells when they are stalled at its limit, one kill at a time among them, and undoes this build's part (the cap
+// with the last build out) on release or, via a watcher, on death.
 #include "headroom/memory/build_guard.h"
 
 #include <dirent.h>
@@ -8,6 +9,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -26,19 +28,11 @@ namespace {
 
 constexpr uint64_t kMinHighGapBytes = 32ull << 20;
 constexpr char kReleasedVerdict = 'r';  // headroom undid the guard itself: the watcher has nothing to do
-
-std::vector<std::string> ChildDirs(const std::string& dir) {
-  std::vector<std::string> children;
-  DIR* handle = opendir(dir.c_str());
-  if (handle == nullptr) return children;
-  while (dirent* entry = readdir(handle)) {
-    if (entry->d_name[0] == '.') continue;
-    std::string path = dir + "/" + entry->d_name;
-    if (entry->d_type == DT_DIR) children.push_back(std::move(path));
-  }
-  closedir(handle);
-  return children;
-}
+// Arming and leaving hold the shared group's lock for a few file writes; a kill turn holds it until a victim has
+// ended (normally well under a second). Past this wait a build goes on without it rather than stall.
+constexpr int kLockWaitMs = 2000;
+// v1 reads an unlimited memory.limit_in_bytes as a page-rounded 2^63 - 1; anything this large is no cap.
+constexpr uint64_t kV1Unlimited = uint64_t{1} << 62;
 
 void ContinueTasks(const std::string& dir) {
   std::string text, err;
@@ -54,26 +48,61 @@ void ContinueTasks(const std::string& dir) {
   }
 }
 
+// When a job began: the start (clock ticks since boot, /proc/<pid>/stat field 22) of the oldest process in its
+// group or below it, comparable across builds. nullopt when it holds none.
+std::optional<uint64_t> JobStartTicks(const std::string& job_dir) {
+  std::optional<uint64_t> oldest;
+  for (pid_t pid : CgroupTreePids(job_dir)) {
+    std::string stat, err;
+    if (!ReadWholeFile(fmt::format("/proc/{}/stat", pid), &stat, &err)) continue;
+    size_t field = stat.rfind(')');  // the command name may hold spaces and parentheses
+    if (field == std::string::npos) continue;
+    // Fields after the name start at 3 (state); the start time is field 22.
+    for (int n = 2; n < 22 && field != std::string::npos; ++n) field = stat.find(' ', field + 1);
+    if (field == std::string::npos) continue;
+    std::optional<uint64_t> start = ParseSingleNumber(std::string_view(stat).substr(field + 1, stat.find(' ', field + 1) - field - 1));
+    if (start && (!oldest || *start < *oldest)) oldest = start;
+  }
+  return oldest;
+}
+
 bool HasTasks(const std::string& dir) {
   std::string text, err;
   if (!ReadWholeFile(dir + "/cgroup.procs", &text, &err)) return false;
   return text.find_first_not_of(" \n") != std::string::npos;
 }
 
-// After headroom's death its jobs run on as orphans (as under ninja). Once the last has ended, the cgroups
-// headroom made for them are removed, so a killed headroom leaves no directories behind.
+// After headroom's death its jobs run on as orphans (as under ninja). In a shared group other builds still
+// hold the cap, which nobody would resolve for the orphans, so they move out at once (into the own cgroup, v1,
+// or its leaf, v2; their memory already charged stays counted where it was until they free it) and this build's
+// groups go; then the last build out removes the shared group. Alone, they run on in the uncapped group, and
+// its groups go once the last has ended.
 void RemoveGroupsWhenEmpty(const GuardUndoPlan& plan) {
+  if (!plan.build_dir.empty() && !plan.evacuate_dir.empty()) {
+    std::string ignored;
+    if (plan.version == CgroupVersion::kV2) mkdir(plan.evacuate_dir.c_str(), 0755);
+    if (!plan.v1_freezer_group_dir.empty() && !plan.v1_freezer_evacuate_dir.empty()) {
+      MoveCgroupTreeProcesses(plan.v1_freezer_group_dir, plan.v1_freezer_evacuate_dir, &ignored);
+      RemoveCgroupTree(plan.v1_freezer_group_dir);
+    }
+    MoveCgroupTreeProcesses(plan.build_dir, plan.evacuate_dir, &ignored);
+    RemoveCgroupTree(plan.build_dir);
+    rmdir(plan.group_dir.c_str());  // fails while other builds are inside: they are not done
+    return;
+  }
+  const std::string& build = plan.build_dir.empty() ? plan.group_dir : plan.build_dir;
   for (;;) {
     bool busy = false;
-    for (const std::string& job : ChildDirs(plan.group_dir)) busy = busy || HasTasks(job);
+    for (const std::string& job : CgroupChildren(build)) busy = busy || HasTasks(job);
     if (!busy) break;
     usleep(500'000);
   }
-  for (const std::string& group : {plan.v1_freezer_group_dir, plan.group_dir}) {
+  for (const std::string& group : {plan.v1_freezer_group_dir, build}) {
     if (group.empty()) continue;
-    for (const std::string& job : ChildDirs(group)) rmdir(job.c_str());
+    for (const std::string& job : CgroupChildren(group)) rmdir(job.c_str());
     rmdir(group.c_str());
   }
+  if (!plan.build_dir.empty()) rmdir(plan.group_dir.c_str());
 }
 
 // The watcher: a child that outlives headroom, blocked on a pipe whose only writer is headroom. Any end
@@ -110,28 +139,47 @@ void RemoveGroupsWhenEmpty(const GuardUndoPlan& plan) {
 
 }  // namespace
 
+bool LastBuildInGroup(const GuardUndoPlan& plan) {
+  if (plan.build_dir.empty()) return true;
+  SweepStaleBuildGroups(plan.group_dir);
+  for (const std::string& child : CgroupChildren(plan.group_dir)) {
+    if (child != plan.build_dir) return false;
+  }
+  return true;
+}
+
 void UndoGuard(const GuardUndoPlan& plan) {
   if (plan.group_dir.empty()) return;
+  const std::string& build = plan.build_dir.empty() ? plan.group_dir : plan.build_dir;
   std::string ignored;
+  // Under the group's lock, so that a build arming meanwhile either is seen here (and the cap stays for it) or
+  // arms after the cap is lifted (and caps the group again).
+  CgroupDirLock lock(plan.group_dir);
+  lock.Lock(kLockWaitMs);
   // Lifting the limit wakes tasks waiting at it; v1 also gets its OOM killer back (that write wakes the
   // waiters too), so from here on the group behaves as it would without headroom.
+  const bool last = LastBuildInGroup(plan);
   if (plan.version == CgroupVersion::kV1) {
-    WriteWholeFile(plan.group_dir + "/memory.limit_in_bytes", "-1", &ignored);
-    WriteWholeFile(plan.group_dir + "/memory.oom_control", "0", &ignored);
+    if (last) {
+      WriteWholeFile(plan.group_dir + "/memory.limit_in_bytes", "-1", &ignored);
+      WriteWholeFile(plan.group_dir + "/memory.oom_control", "0", &ignored);
+    }
     if (!plan.v1_freezer_group_dir.empty()) {
-      for (const std::string& job : ChildDirs(plan.v1_freezer_group_dir)) {
+      for (const std::string& job : CgroupChildren(plan.v1_freezer_group_dir)) {
         WriteWholeFile(job + "/freezer.state", "THAWED", &ignored);
       }
     }
   } else if (plan.version == CgroupVersion::kV2) {
-    WriteWholeFile(plan.group_dir + "/memory.high", "max", &ignored);
-    WriteWholeFile(plan.group_dir + "/memory.max", "max", &ignored);
-    for (const std::string& job : ChildDirs(plan.group_dir)) {
+    if (last) {
+      WriteWholeFile(plan.group_dir + "/memory.high", "max", &ignored);
+      WriteWholeFile(plan.group_dir + "/memory.max", "max", &ignored);
+    }
+    for (const std::string& job : CgroupChildren(build)) {
       WriteWholeFile(job + "/cgroup.freeze", "0", &ignored);
     }
   }
   // Jobs stopped with SIGSTOP (no freezer here) resume too.
-  for (const std::string& job : ChildDirs(plan.group_dir)) ContinueTasks(job);
+  for (const std::string& job : CgroupChildren(build)) ContinueTasks(job);
 }
 
 std::unique_ptr<BuildGuard> BuildGuard::Arm(const BuildGuardOptions& options, std::string* err) {
@@ -146,7 +194,11 @@ std::unique_ptr<BuildGuard> BuildGuard::Arm(const BuildGuardOptions& options, st
   std::unique_ptr<BuildGuard> guard(new BuildGuard(options));
   // The watcher comes first: from the first write on, a death of headroom must be undone.
   if (options.start_watcher && !guard->StartWatcher(err)) return nullptr;
+  // Whether the group is capped already and capping it are one step among the builds that share it.
+  guard->group_lock_ = CgroupDirLock(options.group_dir);
+  guard->group_lock_.Lock(kLockWaitMs);
   bool ok = options.version == CgroupVersion::kV1 ? guard->ArmV1(err) : guard->ArmV2(err);
+  guard->group_lock_.Unlock();
   if (!ok) {
     UndoGuard(guard->UndoPlan());
     guard->DismissWatcher(kReleasedVerdict);
@@ -166,10 +218,12 @@ BuildGuard::~BuildGuard() {
 // the job cgroups below it pause as well), and an eventfd the kernel signals when tasks start waiting.
 bool BuildGuard::ArmV1(std::string* err) {
   const std::string& dir = options_.group_dir;
-  if (!WriteWholeFile(dir + "/memory.limit_in_bytes", std::to_string(options_.limit_bytes), err) ||
-      !WriteWholeFile(dir + "/memory.oom_control", "1", err)) {
+  capped_group_ = !GroupIsCapped();
+  if (capped_group_ &&
+      !WriteWholeFile(dir + "/memory.limit_in_bytes", std::to_string(options_.limit_bytes), err)) {
     return false;
   }
+  if (!WriteWholeFile(dir + "/memory.oom_control", "1", err)) return false;
   oom_control_ = KernelFile(dir + "/memory.oom_control");
   failcnt_ = KernelFile(dir + "/memory.failcnt");
   ReadLimitHits();  // a job started before the first tick compares with this
@@ -193,8 +247,9 @@ bool BuildGuard::ArmV2(std::string* err) {
   uint64_t gap = options_.v2_high_gap_bytes ? options_.v2_high_gap_bytes
                                             : std::max(kMinHighGapBytes, options_.limit_bytes / 8);
   high_bytes_ = options_.limit_bytes > 2 * gap ? options_.limit_bytes - gap : options_.limit_bytes / 2;
-  if (!WriteWholeFile(dir + "/memory.max", std::to_string(options_.limit_bytes), err) ||
-      !WriteWholeFile(dir + "/memory.high", std::to_string(high_bytes_), err)) {
+  capped_group_ = !GroupIsCapped();
+  if (capped_group_ && (!WriteWholeFile(dir + "/memory.max", std::to_string(options_.limit_bytes), err) ||
+                        !WriteWholeFile(dir + "/memory.high", std::to_string(high_bytes_), err))) {
     return false;
   }
   events_ = KernelFile(dir + "/memory.events");
@@ -211,6 +266,29 @@ bool BuildGuard::ArmV2(std::string* err) {
   }
   return true;
 }
+
+// A build alone in its group (no shared group) always caps it. In a shared group the first arming build caps it and
+// the others keep that cap (all of them derive it from the same enclosing limit); its figures become this build's.
+bool BuildGuard::GroupIsCapped() {
+  if (options_.build_dir.empty()) return false;
+  std::string text, err;
+  const bool v1 = options_.version == CgroupVersion::kV1;
+  if (!ReadWholeFile(options_.group_dir + (v1 ? "/memory.limit_in_bytes" : "/memory.max"), &text, &err)) return false;
+  std::optional<uint64_t> limit = ParseSingleNumber(text);  // v2 "max" parses as none
+  if (!limit || (v1 && *limit >= kV1Unlimited)) return false;
+  options_.limit_bytes = *limit;
+  if (!v1 && ReadWholeFile(options_.group_dir + "/memory.high", &text, &err)) {
+    if (std::optional<uint64_t> high = ParseSingleNumber(text)) high_bytes_ = std::min(*high, *limit);
+  }
+  return true;
+}
+
+bool BuildGuard::TakeKillTurn() {
+  if (options_.build_dir.empty()) return true;  // alone: the controller's own one-kill-at-a-time rule suffices
+  return group_lock_.TryLock();
+}
+
+void BuildGuard::EndKillTurn() { group_lock_.Unlock(); }
 
 bool BuildGuard::StartWatcher(std::string* err) {
   int fds[2], ready[2];
@@ -266,6 +344,7 @@ void BuildGuard::DismissWatcher(char verdict) {
 }
 
 void BuildGuard::Release() {
+  EndKillTurn();  // UndoGuard takes the group's lock through its own descriptor
   if (armed_) UndoGuard(UndoPlan());
   armed_ = false;
   DismissWatcher(kReleasedVerdict);
@@ -274,12 +353,41 @@ void BuildGuard::Release() {
 void BuildGuard::AbandonWatcherForTest() { DismissWatcher(0); }
 
 GuardUndoPlan BuildGuard::UndoPlan() const {
-  return GuardUndoPlan{options_.version, options_.group_dir, options_.v1_freezer_group_dir};
+  return GuardUndoPlan{options_.version,      options_.group_dir,    options_.build_dir,
+                       options_.v1_freezer_group_dir, options_.evacuate_dir, options_.v1_freezer_evacuate_dir};
 }
 
 GuardCheck BuildGuard::Check(int64_t now_ms) {
   if (!armed_) return {};
-  return options_.version == CgroupVersion::kV1 ? CheckV1() : CheckV2(now_ms);
+  GuardCheck check = options_.version == CgroupVersion::kV1 ? CheckV1() : CheckV2(now_ms);
+  if (!check.stalled) {
+    stalled_since_ms_ = -1;
+  } else if (stalled_since_ms_ < 0) {
+    stalled_since_ms_ = now_ms;
+  }
+  return check;
+}
+
+bool BuildGuard::AnotherBuildShouldPay(uint64_t meaningful_bytes, int64_t now_ms) {
+  if (options_.build_dir.empty()) return false;
+  if (stalled_since_ms_ >= 0 && now_ms - stalled_since_ms_ >= kMaxDeferMs) return false;
+  const std::string usage_file = options_.version == CgroupVersion::kV1 ? "/memory.usage_in_bytes" : "/memory.current";
+  std::string youngest_owner;
+  uint64_t youngest_start = 0;
+  for (const std::string& build : CgroupChildren(options_.group_dir)) {
+    for (const std::string& job : CgroupChildren(build)) {
+      std::string text, err;
+      if (!ReadWholeFile(job + usage_file, &text, &err) || ParseSingleNumber(text).value_or(0) < meaningful_bytes) {
+        continue;
+      }
+      std::optional<uint64_t> started = JobStartTicks(job);
+      if (started && (youngest_owner.empty() || *started > youngest_start)) {
+        youngest_start = *started;
+        youngest_owner = build;
+      }
+    }
+  }
+  return !youngest_owner.empty() && youngest_owner != options_.build_dir;
 }
 
 uint64_t BuildGuard::ReadLimitHits() {

@@ -1,4 +1,5 @@
-// JobCgroups: per-build and per-job cgroups (v1 memory + freezer, v2), their readings, recycling and removal.
+// JobCgroups: per-build and per-job cgroups (v1 memory + freezer, v2) inside the shared guard group, the v2 move
+// into a leaf, their readings, recycling and removal.
 #include "headroom/memory/job_cgroups.h"
 
 #include <errno.h>
@@ -6,6 +7,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "headroom/memory/cgroup_tree.h"
 #include "headroom/memory/memory_parsers.h"
 
 namespace headroom {
@@ -31,22 +34,6 @@ bool RemoveDir(const std::string& path, std::string* err) {
   if (path.empty() || rmdir(path.c_str()) == 0 || errno == ENOENT) return true;
   *err = fmt::format("cannot remove cgroup {}: {}", path, strerror(errno));
   return false;
-}
-
-std::vector<pid_t> ReadPids(const std::string& dir) {
-  std::string text, err;
-  std::vector<pid_t> pids;
-  if (!ReadWholeFile(dir + "/cgroup.procs", &text, &err)) return pids;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    if (auto pid = ParseSingleNumber(std::string_view(text).substr(start, end - start))) {
-      pids.push_back(static_cast<pid_t>(*pid));
-    }
-    start = end + 1;
-  }
-  return pids;
 }
 
 // A reading of a recycled cgroup, less what earlier occupants left there.
@@ -69,8 +56,44 @@ JobCgroupsOptions DefaultJobCgroupsOptions(const CgroupLayout& layout) {
     // v2 jobs are born in their cgroup (clone3), which costs nothing; v1 ones would wait at every start.
     options.prepare_launches = PreparedLaunch::Supported();
   }
-  options.build_name = fmt::format("headroom-{}", getpid());
+  options.build_name = fmt::format("{}{}", kBuildGroupPrefix, getpid());
+  options.shared_group_name = std::string(kSharedGuardGroupName);
   return options;
+}
+
+bool SystemdDelegated(const std::string& dir) {
+  for (const char* name : {"trusted.delegate", "user.delegate"}) {
+    char value[8] = {};
+    ssize_t n = getxattr(dir.c_str(), name, value, sizeof value - 1);
+    if (n > 0 && value[0] == '1') return true;
+  }
+  return false;
+}
+
+bool MayRearrangeV2(const std::string& dir, bool (*delegated)(const std::string& dir), std::string* why_not) {
+  std::string type, err;
+  // A threaded group's processes share their threads' placement with its threaded children: never touched.
+  if (ReadWholeFile(dir + "/cgroup.type", &type, &err) && type.substr(0, type.find('\n')) != "domain") {
+    *why_not = fmt::format("{} is a threaded cgroup, whose processes headroom does not move", dir);
+    return false;
+  }
+  struct stat st;
+  const bool writable = access((dir + "/cgroup.procs").c_str(), W_OK) == 0 &&
+                        access((dir + "/cgroup.subtree_control").c_str(), W_OK) == 0 && stat(dir.c_str(), &st) == 0 &&
+                        (geteuid() == 0 || st.st_uid == geteuid());
+  if (!writable) {
+    *why_not = fmt::format("{} holds other processes and is not this user's to rearrange", dir);
+    return false;
+  }
+  const std::string name = dir.substr(dir.rfind('/') + 1);
+  const bool systemd_unit = name.ends_with(".scope") || name.ends_with(".service") || name.ends_with(".slice");
+  if (systemd_unit && !(delegated ? delegated : SystemdDelegated)(dir)) {
+    *why_not = fmt::format("{} is a systemd unit that was not delegated, and holds other processes; run the build "
+                           "in a delegated scope: systemd-run {}--scope -p Delegate=yes ninja ...",
+                           dir, geteuid() == 0 ? "" : "--user ");
+    return false;
+  }
+  return true;
 }
 
 std::unique_ptr<JobCgroups> JobCgroups::Create(const JobCgroupsOptions& options, std::string* err) {
@@ -79,42 +102,67 @@ std::unique_ptr<JobCgroups> JobCgroups::Create(const JobCgroupsOptions& options,
     return nullptr;
   }
   std::unique_ptr<JobCgroups> cgroups(new JobCgroups(options));
+  cgroups->home_dir_ = options.parent_dir;
   bool ok = options.version == CgroupVersion::kV2 ? cgroups->SetUpV2(err) : cgroups->SetUpV1(err);
   if (!ok) return nullptr;
   return cgroups;
 }
 
-// v2 lets a cgroup hand its memory controller to children only while it has no processes of its own.
-bool JobCgroups::SetUpV2(std::string* err) {
-  const std::string& parent = options_.parent_dir;
-  const std::string enable_memory = "+memory";
-  std::string ignored;
-  if (!WriteWholeFile(parent + "/cgroup.subtree_control", enable_memory, err)) {
-    if (!options_.v2_move_self_to_leaf) return false;
-    std::string leaf = parent + "/headroom.self";
-    if (!MakeDir(leaf, err) || !WriteWholeFile(leaf + "/cgroup.procs", std::to_string(getpid()), err) ||
-        !WriteWholeFile(parent + "/cgroup.subtree_control", enable_memory, err)) {
-      return false;
+bool JobCgroups::EnableMemoryV2(const std::string& dir, std::string* err) {
+  return WriteWholeFile(dir + "/cgroup.subtree_control", "+memory", err);
+}
+
+// The own cgroup's processes (this one, the shell that started it, whatever else lives there) move into a leaf,
+// so that the own cgroup holds none and may hand its memory controller down, as container inits do. Repeated
+// until the controller can be enabled: a process forking meanwhile leaves a child behind for the next pass.
+bool JobCgroups::MoveIntoLeafV2(std::string* err) {
+  if (!MayRearrangeV2(home_dir_, options_.v2_delegated, err)) return false;
+  const std::string leaf = home_dir_ + "/" + std::string(kLeafGroupName);
+  if (!MakeDir(leaf, err)) return false;
+  leaf_dir_ = leaf;
+  constexpr int kMaxPasses = 100;
+  const pid_t self = getpid();
+  for (int pass = 0; pass < kMaxPasses; ++pass) {
+    for (pid_t pid : CgroupPids(home_dir_)) {
+      std::string ignored;  // one that exited meanwhile is no longer there to move
+      if (WriteWholeFile(leaf + "/cgroup.procs", std::to_string(pid), &ignored) && pid != self) moved_others_ = true;
+    }
+    if (EnableMemoryV2(home_dir_, err)) {
+      enabled_home_memory_ = true;
+      return true;
     }
   }
-  build_dir_ = parent + "/" + options_.build_name;
-  if (!MakeDir(build_dir_, err)) return false;
-  if (!WriteWholeFile(build_dir_ + "/cgroup.subtree_control", enable_memory, err)) {
-    RemoveDir(build_dir_, &ignored);
-    build_dir_.clear();
+  return false;
+}
+
+// v2 lets a cgroup hand its memory controller to children only while it has no processes of its own.
+bool JobCgroups::SetUpV2(std::string* err) {
+  // Inside a leaf a build (this one's predecessor or a sibling) made: the groups go beside it, in the parent
+  // that already hands memory down, so that every build started from the leaf shares the same guard group.
+  const std::string name = home_dir_.substr(home_dir_.rfind('/') + 1);
+  if (name == kLeafGroupName || name == kLegacyLeafGroupName) {
+    const std::string parent = home_dir_.substr(0, home_dir_.rfind('/'));
+    std::string controls, ignored;
+    if (ReadWholeFile(parent + "/cgroup.subtree_control", &controls, &ignored) &&
+        controls.find("memory") != std::string::npos) {
+      home_dir_ = parent;
+    }
+  }
+  std::string first_err;
+  if (EnableMemoryV2(home_dir_, &first_err)) {
+    enabled_home_memory_ = true;
+  } else if (!options_.v2_move_self_to_leaf || !MoveIntoLeafV2(err)) {
+    if (err->empty()) *err = first_err;
     return false;
   }
-  return true;
+  return MakeBuildGroup(err);
 }
 
 bool JobCgroups::SetUpV1(std::string* err) {
-  build_dir_ = options_.parent_dir + "/" + options_.build_name;
-  if (!MakeDir(build_dir_, err)) {
-    build_dir_.clear();
-    return false;
-  }
+  if (!MakeBuildGroup(err)) return false;
   // The freezer is optional: without it Freeze() reports false and the caller stops the process group.
   if (!options_.v1_freezer_parent_dir.empty()) {
+    SweepStaleBuildGroups(options_.v1_freezer_parent_dir);
     std::string freezer_err;
     std::string dir = options_.v1_freezer_parent_dir + "/" + options_.build_name;
     if (MakeDir(dir, &freezer_err)) freezer_build_dir_ = dir;
@@ -122,19 +170,99 @@ bool JobCgroups::SetUpV1(std::string* err) {
   return true;
 }
 
+// <home>/headroom.guard/headroom-<pid>. The last build to leave removes the shared group, so it can vanish between
+// this build's mkdir of it and of its own group inside: then both are made again (a few times at most).
+bool JobCgroups::MakeBuildGroup(std::string* err) {
+  const bool v2 = options_.version == CgroupVersion::kV2;
+  SweepStaleBuildGroups(home_dir_);  // groups of builds that died before they could remove them (SIGKILL)
+  if (options_.shared_group_name.empty()) {
+    build_dir_ = home_dir_ + "/" + options_.build_name;
+    if (!MakeDir(build_dir_, err) || (v2 && !EnableMemoryV2(build_dir_, err))) {
+      std::string ignored;
+      RemoveDir(build_dir_, &ignored);
+      build_dir_.clear();
+      return false;
+    }
+    return true;
+  }
+  guard_dir_ = home_dir_ + "/" + options_.shared_group_name;
+  constexpr int kMaxTries = 10;
+  for (int attempt = 0; attempt < kMaxTries; ++attempt) {
+    err->clear();
+    if (!MakeDir(guard_dir_, err) || (v2 && !EnableMemoryV2(guard_dir_, err))) {
+      if (access(guard_dir_.c_str(), F_OK) != 0) continue;  // removed by the last build leaving it
+      break;
+    }
+    SweepStaleBuildGroups(guard_dir_);
+    build_dir_ = guard_dir_ + "/" + options_.build_name;
+    if (!MakeDir(build_dir_, err)) {
+      build_dir_.clear();
+      if (access(guard_dir_.c_str(), F_OK) != 0) continue;
+      break;
+    }
+    if (v2 && !EnableMemoryV2(build_dir_, err)) {
+      std::string ignored;
+      RemoveDir(build_dir_, &ignored);
+      build_dir_.clear();
+      break;
+    }
+    return true;
+  }
+  std::string ignored;
+  RemoveDir(guard_dir_, &ignored);  // only when no other build is inside
+  guard_dir_.clear();
+  if (err->empty()) *err = "the shared guard group kept disappearing";
+  return false;
+}
+
+std::string JobCgroups::EvacuationDir() const {
+  if (options_.version == CgroupVersion::kV1) return home_dir_;
+  return home_dir_ + "/" + std::string(kLeafGroupName);
+}
+
+// A group that still holds processes (a daemon a job started, an abort's last exiting processes) is emptied into
+// the evacuation group first, so that no group of this build stays behind, least of all inside a capped shared
+// group whose other builds would otherwise pay for it.
+void JobCgroups::RemoveOrEvacuate(const std::string& dir, const std::string& evacuate_to) {
+  if (dir.empty() || RemoveCgroupTree(dir)) return;
+  std::string ignored;
+  if (options_.version == CgroupVersion::kV2) MakeDir(evacuate_to, &ignored);
+  MoveCgroupTreeProcesses(dir, evacuate_to, &ignored);
+  RemoveCgroupTree(dir);
+}
+
+// v2: a leaf that holds only this process, beside which nothing else was made, is undone (memory handed back,
+// this process back in its cgroup) so an ordinary build leaves the cgroup as it found it. One that took in other
+// processes stays: it is now their cgroup.
+void JobCgroups::RemoveLeafIfOnlyOurs() {
+  if (leaf_dir_.empty() || moved_others_ || !enabled_home_memory_) return;
+  std::vector<pid_t> in_leaf = CgroupPids(leaf_dir_);
+  std::vector<std::string> children = CgroupChildren(home_dir_);
+  if (in_leaf != std::vector<pid_t>{getpid()} || children != std::vector<std::string>{leaf_dir_}) return;
+  std::string ignored;
+  if (!WriteWholeFile(home_dir_ + "/cgroup.subtree_control", "-memory", &ignored)) return;
+  if (!WriteWholeFile(home_dir_ + "/cgroup.procs", std::to_string(getpid()), &ignored)) return;
+  RemoveDir(leaf_dir_, &ignored);
+}
+
 JobCgroups::~JobCgroups() {
   std::string ignored;
+  const std::string evacuate_to = EvacuationDir();
   for (auto& [key, job] : jobs_) {
     DiscardPrepared(job);
-    RemoveDir(job.freezer_dir, &ignored);
-    RemoveDir(job.dir, &ignored);
+    RemoveOrEvacuate(job.freezer_dir, options_.v1_freezer_parent_dir);
+    RemoveOrEvacuate(job.dir, evacuate_to);
   }
   for (Job& job : spare_) {
     DiscardPrepared(job);
-    RemoveDir(job.dir, &ignored);
+    RemoveOrEvacuate(job.dir, evacuate_to);
   }
-  RemoveDir(freezer_build_dir_, &ignored);
-  RemoveDir(build_dir_, &ignored);
+  RemoveOrEvacuate(freezer_build_dir_, options_.v1_freezer_parent_dir);
+  RemoveOrEvacuate(build_dir_, evacuate_to);
+  // The last build out removes the shared group (and its cap with it); while other builds' groups are inside,
+  // rmdir fails, which is how a build knows it is not the last.
+  if (!guard_dir_.empty()) RemoveDir(guard_dir_, &ignored);
+  RemoveLeafIfOnlyOurs();
 }
 
 JobCgroups::Job* JobCgroups::Find(int job_key) {
@@ -329,10 +457,10 @@ bool JobCgroups::FreezeV1(Job& job, std::string* err) {
   if (!WriteWholeFile(job.freezer_dir + "/freezer.state", "FROZEN", err)) return false;
   constexpr int kMaxPasses = 1000;
   for (int pass = 0; pass < kMaxPasses; ++pass) {
-    std::vector<pid_t> in_freezer = ReadPids(job.freezer_dir);
+    std::vector<pid_t> in_freezer = CgroupPids(job.freezer_dir);
     std::set<pid_t> frozen(in_freezer.begin(), in_freezer.end());
     bool moved_any = false;
-    for (pid_t pid : ReadPids(job.dir)) {
+    for (pid_t pid : CgroupPids(job.dir)) {
       if (frozen.count(pid) != 0) continue;
       std::string ignored;  // a task that exited meanwhile cannot be moved; that is fine
       if (WriteWholeFile(job.freezer_dir + "/cgroup.procs", std::to_string(pid), &ignored)) moved_any = true;
@@ -364,7 +492,7 @@ bool JobCgroups::Thaw(int job_key, std::string* err) {
 
 std::vector<pid_t> JobCgroups::Pids(int job_key) {
   Job* job = Find(job_key);
-  return job ? ReadPids(job->dir) : std::vector<pid_t>{};
+  return job ? CgroupPids(job->dir) : std::vector<pid_t>{};
 }
 
 void JobCgroups::KillAll(int job_key) {
@@ -372,7 +500,9 @@ void JobCgroups::KillAll(int job_key) {
   if (job == nullptr) return;
   std::string ignored;
   if (options_.version == CgroupVersion::kV2 && WriteWholeFile(job->dir + "/cgroup.kill", "1", &ignored)) return;
-  for (pid_t pid : ReadPids(job->dir)) kill(pid, SIGKILL);
+  // v1 has no cgroup.kill: every process of the job's subtree, so a headroom nested in the job (with its own
+  // groups below the job's) goes with its jobs.
+  for (pid_t pid : CgroupTreePids(job->dir)) kill(pid, SIGKILL);
   // Frozen v1 tasks act on SIGKILL only once thawed.
   if (!job->freezer_dir.empty()) WriteWholeFile(job->freezer_dir + "/freezer.state", "THAWED", &ignored);
 }
@@ -381,9 +511,19 @@ bool JobCgroups::RemoveJob(int job_key, std::string* err) {
   Job* job = Find(job_key);
   if (job == nullptr) return true;
   DiscardPrepared(*job);  // a child the job was never handed to (it started another way, or not at all)
-  if (!ReadPids(job->dir).empty()) {
+  if (!CgroupTreePids(job->dir).empty()) {
     *err = fmt::format("cgroup {} still has processes", job->dir);
     return false;
+  }
+  // A job that made groups of its own (a nested headroom's leaf, guard and build groups) is not reused.
+  if (!CgroupChildren(job->dir).empty()) {
+    if (!RemoveDir(job->freezer_dir, err)) return false;
+    if (!RemoveCgroupTree(job->dir)) {
+      *err = fmt::format("cannot remove cgroup {} and the groups below it", job->dir);
+      return false;
+    }
+    jobs_.erase(job_key);
+    return true;
   }
   if (CanRecycle(*job)) {
     Prepare(*job);

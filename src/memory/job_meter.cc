@@ -29,11 +29,28 @@ JobMeter::JobMeter(const CgroupLayout& layout, JobMeterOptions options)
       sampler_(options_.root + "/proc", options_.full_rescan_every),
       system_oom_(options_.root) {
   if (!options_.use_cgroups) return;
+  // No warning when they cannot be made: a build without cgroup access (not root, no delegation) is ordinary,
+  // and ninja users expect silence. -d explain and the summary say why there is no guard, and what fixes it,
+  // when memory shaped the build (ArmGuard's why_not).
   cgroups_ = JobCgroups::Create(DefaultJobCgroupsOptions(layout), &cgroups_error_);
-  if (!cgroups_) {
-    warnings_.push_back(
-        fmt::format("per-job cgroups unavailable ({}); measuring jobs by sampling /proc", cgroups_error_));
+  if (!cgroups_) cgroups_fix_ = CgroupAccessFix(layout.memory_version, cgroups_error_);
+}
+
+std::string CgroupAccessFix(CgroupVersion version, const std::string& error) {
+  if (version == CgroupVersion::kNone) return "";
+  if (error.find("systemd-run") != std::string::npos) return "";  // the reason names the fix already
+  if (error.find("Read-only file system") != std::string::npos) {
+    return "give the container a writable cgroup tree (e.g. docker run --cgroupns=private with a writable "
+           "/sys/fs/cgroup)";
   }
+  if (version == CgroupVersion::kV2) {
+    return geteuid() == 0 ? "run the build in a delegated scope: systemd-run --scope -p Delegate=yes ninja ..."
+                          : "run the build in a cgroup delegated to you: "
+                            "systemd-run --user --scope -p Delegate=yes ninja ...";
+  }
+  return geteuid() == 0 ? "make this process's memory cgroup writable"
+                        : "run the build as root, or in a memory cgroup this user owns (cgroup v1 has no "
+                          "unprivileged delegation through systemd)";
 }
 
 JobMeter::JobMeter(std::unique_ptr<JobCgroups> cgroups, JobMeterOptions options)
@@ -197,6 +214,7 @@ BuildGuard* JobMeter::ArmGuard(uint64_t limit_bytes, std::string* why_not) {
   if (guard_) return guard_.get();
   if (!cgroups_) {
     *why_not = cgroups_error_.empty() ? "no per-job cgroups" : "no per-job cgroups (" + cgroups_error_ + ")";
+    if (!cgroups_fix_.empty()) *why_not += "; to get one, " + cgroups_fix_;
     return nullptr;
   }
   // One attempt per process: a regeneration pass and the build share the per-build cgroup.
@@ -206,8 +224,11 @@ BuildGuard* JobMeter::ArmGuard(uint64_t limit_bytes, std::string* why_not) {
   }
   BuildGuardOptions options;
   options.version = cgroups_->version();
-  options.group_dir = cgroups_->build_dir();
+  options.group_dir = cgroups_->guard_dir();
+  if (options.group_dir != cgroups_->build_dir()) options.build_dir = cgroups_->build_dir();
   options.v1_freezer_group_dir = cgroups_->freezer_build_dir();
+  options.evacuate_dir = cgroups_->EvacuationDir();
+  options.v1_freezer_evacuate_dir = cgroups_->v1_freezer_parent_dir();
   options.limit_bytes = limit_bytes;
   guard_ = BuildGuard::Arm(options, &guard_error_);
   if (!guard_) *why_not = guard_error_;

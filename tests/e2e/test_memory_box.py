@@ -148,9 +148,14 @@ def test_second_build_uses_what_the_first_learned(tmp_path, box_factory):
 # --- The build guard -------------------------------------------------------------------------------------------------
 
 
+def shared_group(box: MemoryBox) -> Path:
+    """The group every build of a cgroup (the box here) makes its own group in, and the guard caps."""
+    return box.path / "headroom.guard"
+
+
 def guard_group(box: MemoryBox, headroom_pid: int) -> Path:
-    """The per-build cgroup headroom makes (and caps) under its own cgroup: the box here."""
-    return box.path / ("headroom-%d" % headroom_pid)
+    """The per-build cgroup headroom makes inside the shared group, its jobs' groups below it."""
+    return shared_group(box) / ("headroom-%d" % headroom_pid)
 
 
 def oom_control(group: Path) -> dict:
@@ -250,6 +255,7 @@ def test_no_task_stays_paused_after_headroom_is_interrupted_or_killed(tmp_path, 
                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         group = guard_group(box, proc.pid)
+        capped = shared_group(box)
 
         def runs_memhog(cgroup: Path) -> bool:
             # Spare job cgroups hold a child of headroom's waiting for the next job (a prepared launch, cgroup v1).
@@ -264,10 +270,10 @@ def test_no_task_stays_paused_after_headroom_is_interrupted_or_killed(tmp_path, 
         def jobs_running() -> bool:
             return len([d for d in group.glob("job-*") if runs_memhog(d)]) == 2
 
-        wait_until(lambda: oom_control(group).get("oom_kill_disable") == 1, "the guard is armed")
+        wait_until(lambda: oom_control(capped).get("oom_kill_disable") == 1, "the guard is armed")
         wait_until(jobs_running, "both jobs run in the guarded group")
         proc.send_signal(signal.SIGSTOP)  # headroom can no longer resolve the stall
-        wait_until(lambda: oom_control(group).get("under_oom") == 1, "the jobs wait at the guard's limit")
+        wait_until(lambda: oom_control(capped).get("under_oom") == 1, "the jobs wait at the guard's limit")
         proc.send_signal(sig)
         if sig != signal.SIGKILL:
             proc.send_signal(signal.SIGCONT)
@@ -278,9 +284,9 @@ def test_no_task_stays_paused_after_headroom_is_interrupted_or_killed(tmp_path, 
             proc.wait()
     if sig == signal.SIGKILL:
         assert proc.returncode == -signal.SIGKILL
-        # The watcher gives the group back to the kernel's rules (no limit of headroom's, OOM killer on), and
-        # removes it once the orphaned jobs have ended.
-        wait_until(lambda: not group.exists() or oom_control(group).get("oom_kill_disable") == 0,
+        # The watcher gives the group back to the kernel's rules (no limit of headroom's, OOM killer on: this build
+        # was the last in it), moves the orphaned jobs out into the box and removes the groups.
+        wait_until(lambda: not capped.exists() or oom_control(capped).get("oom_kill_disable") == 0,
                    "the watcher undid the guard")
     else:
         assert proc.returncode != 0
@@ -294,8 +300,8 @@ def test_no_task_stays_paused_after_headroom_is_interrupted_or_killed(tmp_path, 
             why = paused_or_frozen(pid)
             if why:
                 stuck[pid] = why
-        return not stuck and oom_control(group).get("under_oom", 0) == 0
+        return not stuck and oom_control(capped).get("under_oom", 0) == 0
 
     wait_until(nothing_stuck, "no task waits at a limit or is frozen (%s)" % stuck)
     wait_until(lambda: not box.tasks(), "the jobs (and the watcher) ended")
-    wait_until(lambda: not group.exists(), "headroom's cgroups are gone")
+    wait_until(lambda: not group.exists() and not capped.exists(), "headroom's cgroups are gone")

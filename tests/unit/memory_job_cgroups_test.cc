@@ -208,12 +208,13 @@ TEST(JobCgroupsFakeTest, UnwritableParentMeansNoCgroups) {
   EXPECT_EQ(JobCgroups::Create(options, &err), nullptr);
 }
 
-TEST(JobMeterTest, FallsBackToSamplingWithOneWarningWhenCgroupsAreUnavailable) {
+// Silently: no cgroup access is ordinary (the no-guard reason in -d explain and the summary says it).
+TEST(JobMeterTest, FallsBackToSamplingWithoutAWarningWhenCgroupsAreUnavailable) {
   CgroupLayout none;
   JobMeter meter(none);
   EXPECT_FALSE(meter.uses_cgroups());
   EXPECT_EQ(meter.PrepareJob(1), "");
-  EXPECT_EQ(meter.TakeWarnings().size(), 1u);
+  EXPECT_TRUE(meter.TakeWarnings().empty());
   EXPECT_STREQ(PeakSourceName(PeakSource::kSampled), "sampled");
   EXPECT_STREQ(PeakSourceName(PeakSource::kCgroup), "cgroup");
   EXPECT_STREQ(PeakSourceName(PeakSource::kRusage), "rusage");

@@ -1,6 +1,6 @@
-// The build guard: the per-build cgroup capped at the budget, so that when the build runs out of memory its
-// tasks wait (v1: the group's OOM killer is off) or are throttled (v2: memory.high below memory.max) and
-// headroom, not the kernel, chooses which job pays. A watcher process undoes the guard if headroom dies.
+// The build guard: the group the builds of one cgroup share, capped once, so that when they run out of memory
+// their tasks wait (v1: the group's OOM killer is off) or are throttled (v2: memory.high below memory.max) and a
+// build, not the kernel, chooses which job pays. A watcher process undoes this build's part if headroom dies.
 #pragma once
 
 #include <sys/types.h>
@@ -11,15 +11,25 @@
 #include <string>
 
 #include "headroom/memory/cgroup_layout.h"
+#include "headroom/memory/cgroup_tree.h"
 #include "headroom/memory/kernel_file.h"
 
 namespace headroom {
 
 struct BuildGuardOptions {
   CgroupVersion version = CgroupVersion::kNone;
-  std::string group_dir;              // the per-build cgroup (JobCgroups::build_dir()), jobs in its children
-  std::string v1_freezer_group_dir;   // v1: the matching freezer cgroup, whose children undo thaws
-  uint64_t limit_bytes = 0;           // v1 memory.limit_in_bytes, v2 memory.max
+  // The capped group: the one the builds of a cgroup share (JobCgroups::guard_dir()), or this build's own.
+  std::string group_dir;
+  // This build's group inside it, jobs in its children ("" = group_dir is this build's alone).
+  std::string build_dir;
+  std::string v1_freezer_group_dir;   // v1: this build's freezer cgroup, whose children undo thaws
+  // Where the watcher moves the jobs a dead headroom left in the shared group (JobCgroups::EvacuationDir()),
+  // and (v1) their freezer cgroups' tasks; "" leaves them in place until they end.
+  std::string evacuate_dir;
+  std::string v1_freezer_evacuate_dir;
+  // v1 memory.limit_in_bytes, v2 memory.max, when this build is the first to cap the group; a build that finds
+  // it capped joins and keeps the cap it finds (limit_bytes() then says that one).
+  uint64_t limit_bytes = 0;
   // v2: memory.high sits this far below memory.max (0: an eighth of the limit, at least 32 MiB), so the
   // kernel throttles the build and headroom has ticks to act before the group's OOM killer would.
   uint64_t v2_high_gap_bytes = 0;
@@ -40,12 +50,19 @@ struct GuardCheck {
 struct GuardUndoPlan {
   CgroupVersion version = CgroupVersion::kNone;
   std::string group_dir;
+  std::string build_dir;             // "" = group_dir is this build's alone
   std::string v1_freezer_group_dir;
+  std::string evacuate_dir;
+  std::string v1_freezer_evacuate_dir;
 };
 
-// Lifts the limit, gives the kernel its OOM killer back, thaws every job cgroup under the group (v1 freezer
-// or v2 cgroup.freeze) and SIGCONTs every task in it. Best effort, every step tried; safe to repeat.
+// Thaws every job cgroup of this build (v1 freezer or v2 cgroup.freeze) and SIGCONTs every task in them; then,
+// when no other build's group is in the shared group (this build is the last), lifts the limit and gives the
+// kernel its OOM killer back. A build leaving before others never lifts the cap under them. Serialised with
+// the other builds' arming and leaving by the group's lock. Best effort, every step tried; safe to repeat.
 void UndoGuard(const GuardUndoPlan& plan);
+// Whether this build is the only one in the shared group (after sweeping the groups of dead builds).
+bool LastBuildInGroup(const GuardUndoPlan& plan);
 
 class BuildGuard {
  public:
@@ -68,6 +85,20 @@ class BuildGuard {
   uint64_t ReadLimitHits();
   // Undoes the guard now (the build is stopping: nothing may stay paused) and dismisses the watcher.
   void Release();
+  // Builds that share the group see the same stall; one kill at a time among them. TakeKillTurn: true when this
+  // build may kill now (it holds the group's lock, or already did); false while another build holds it, i.e. its
+  // victim's memory is still being freed. EndKillTurn once this build's victim has ended (or it chose none).
+  // The lock is the group directory's flock, so a build that dies gives its turn up with it.
+  bool TakeKillTurn();
+  void EndKillTurn();
+  // With the turn: whether the job that should pay for this stall runs in another build of the group. The one that
+  // pays is the youngest job (by its oldest process's start) holding at least `meaningful_bytes`, whichever build
+  // runs it; that build kills it at its next check. After kMaxDeferMs of one stall this build stops deferring and
+  // kills its own (the other build may be stopped, or never check again). Always false alone in the group.
+  bool AnotherBuildShouldPay(uint64_t meaningful_bytes, int64_t now_ms);
+  static constexpr int64_t kMaxDeferMs = 2000;
+  // This build capped the group (false: it joined a cap another build had set).
+  bool capped_group() const { return capped_group_; }
 
   bool armed() const { return armed_; }
   uint64_t limit_bytes() const { return options_.limit_bytes; }
@@ -85,6 +116,7 @@ class BuildGuard {
   explicit BuildGuard(BuildGuardOptions options) : options_(std::move(options)) {}
   bool ArmV1(std::string* err);
   bool ArmV2(std::string* err);
+  bool GroupIsCapped();
   bool StartWatcher(std::string* err);
   void DismissWatcher(char verdict);
   GuardCheck CheckV1();
@@ -106,6 +138,9 @@ class BuildGuard {
   uint64_t last_high_ = 0, last_max_ = 0, last_oom_ = 0, last_oom_kill_ = 0;
   std::optional<uint64_t> last_pressure_total_us_;
   int64_t last_check_ms_ = -1;
+  bool capped_group_ = false;
+  int64_t stalled_since_ms_ = -1;  // when the current stall was first seen; -1 while not stalled
+  CgroupDirLock group_lock_;  // flock on group_dir: arming, leaving and kills among the builds sharing it
   pid_t watcher_pid_ = -1;
   int watcher_keepalive_fd_ = -1;  // its other end is the watcher's; EOF without a verdict means undo
 };

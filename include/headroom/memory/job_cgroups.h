@@ -1,6 +1,6 @@
-// Per-job cgroups: one parent cgroup per build and a child per job, so a job's whole process tree is
-// accounted (peak, OOM kills, current usage) and can be frozen. v1 (memory + freezer) and v2. Emptied
-// job cgroups that hold almost no charge are recycled for later jobs instead of removed and remade.
+// Per-job cgroups: one cgroup per build (inside the group all builds of one cgroup share) and a child per job,
+// so a job's whole process tree is accounted (peak, OOM kills, current usage) and can be frozen. v1 (memory +
+// freezer) and v2. Emptied job cgroups that hold almost no charge are recycled for later jobs.
 #pragma once
 
 #include <sys/types.h>
@@ -26,9 +26,15 @@ struct JobCgroupsOptions {
   std::string v1_freezer_parent_dir;
   // Name of the per-build cgroup; one per headroom process so parallel builds do not collide.
   std::string build_name;
+  // The group every build of parent_dir makes its own group in, so that they can share one guard
+  // ("headroom.guard"; "" = the build's group directly under parent_dir).
+  std::string shared_group_name;
   // v2 only: when the parent holds processes (so its memory controller cannot be enabled for children),
-  // move this process into <parent>/headroom.self first. Needed in containers whose root cgroup is ours.
+  // move them all (this one and e.g. the shell that started it) into <parent>/headroom.leaf first, where that
+  // is allowed (MayRearrangeV2). Needed in containers whose root cgroup is ours, and in a terminal's scope.
   bool v2_move_self_to_leaf = true;
+  // v2: whether systemd delegated `dir` (its trusted.delegate or user.delegate xattr); nullptr reads the xattrs.
+  bool (*v2_delegated)(const std::string& dir) = nullptr;
   // Reuse an emptied job cgroup whose leftover charge (page cache, slab) is at most this many bytes;
   // 0 turns recycling off. Its readings are taken relative to what was left, so the bound is also the
   // most a later job's peak can be underestimated by if that leftover is reclaimed while it runs.
@@ -38,8 +44,16 @@ struct JobCgroupsOptions {
   bool prepare_launches = false;
 };
 
-// Options for this process from its discovered layout ("headroom-<pid>" under the own cgroup).
+// Options for this process from its discovered layout ("headroom.guard/headroom-<pid>" under the own cgroup).
 JobCgroupsOptions DefaultJobCgroupsOptions(const CgroupLayout& layout);
+
+// v2: whether headroom may move the processes of `dir` (not its own: other people's too) into a leaf below it so
+// that `dir` can hand its memory controller down; *why_not says why not, with what to do instead. Allowed when this
+// process may write the group (root, or a delegated subtree owned by its uid), the group is a domain (never a
+// threaded one), and it is no systemd unit (".scope", ".service", ".slice") unless systemd delegated it.
+bool MayRearrangeV2(const std::string& dir, bool (*delegated)(const std::string& dir), std::string* why_not);
+// The trusted.delegate / user.delegate xattr systemd puts on a cgroup it delegated (Delegate=yes).
+bool SystemdDelegated(const std::string& dir);
 
 class JobCgroups {
  public:
@@ -77,6 +91,14 @@ class JobCgroups {
 
   CgroupVersion version() const { return options_.version; }
   const std::string& build_dir() const { return build_dir_; }
+  // The group the guard caps: the shared group when there is one, else the build's own.
+  const std::string& guard_dir() const { return guard_dir_.empty() ? build_dir_ : guard_dir_; }
+  // Where processes left in the build's groups go when it ends (a daemon a job started, a killed build's orphans):
+  // v1 the own cgroup; v2 a leaf of it (a group that hands controllers down may hold no process).
+  std::string EvacuationDir() const;
+  const std::string& v1_freezer_parent_dir() const { return options_.v1_freezer_parent_dir; }
+  // v2: the processes of the own cgroup were moved into a leaf (MayRearrangeV2) so memory could be handed down.
+  bool moved_to_leaf() const { return !leaf_dir_.empty(); }
   const std::string& freezer_build_dir() const { return freezer_build_dir_; }  // v1; "" without a freezer
 
  private:
@@ -103,11 +125,22 @@ class JobCgroups {
   bool CanRecycle(Job& job);
   bool SetUpV2(std::string* err);
   bool SetUpV1(std::string* err);
+  bool EnableMemoryV2(const std::string& dir, std::string* err);
+  bool MoveIntoLeafV2(std::string* err);
+  bool MakeBuildGroup(std::string* err);
+  void RemoveOrEvacuate(const std::string& dir, const std::string& evacuate_to);
+  void RemoveLeafIfOnlyOurs();
   bool FreezeV1(Job& job, std::string* err);
   Job* Find(int job_key);
 
   JobCgroupsOptions options_;
   std::string build_dir_;
+  std::string guard_dir_;          // the shared group ("" without one)
+  std::string home_dir_;           // where the shared (or build) group is made: parent_dir, or its parent when
+                                   // parent_dir is a headroom leaf
+  std::string leaf_dir_;           // v2: the leaf this build moved processes into ("" when it moved none)
+  bool moved_others_ = false;      // v2: other processes than this one went into the leaf
+  bool enabled_home_memory_ = false;  // v2: this build wrote +memory to the home's subtree_control
   std::string freezer_build_dir_;
   std::map<int, Job> jobs_;
   std::vector<Job> spare_;

@@ -44,9 +44,12 @@ struct JobMeterOptions {
   int full_rescan_every = kDefaultFullRescanEvery;  // see ProcessGroupSampler
 };
 
+// What gives a build cgroups it may write, for the no-guard reason ("" when nothing would: no memory controller).
+std::string CgroupAccessFix(CgroupVersion version, const std::string& error);
+
 class JobMeter {
  public:
-  // Tries to make the per-build cgroup from the layout; falls back to sampling with one warning.
+  // Tries to make the per-build cgroup from the layout; falls back to sampling, silently (see ArmGuard's why_not).
   JobMeter(const CgroupLayout& layout, JobMeterOptions options = {});
   // Uses the given per-build cgroups (nullptr: sample /proc), e.g. ones made inside a test's box cgroup.
   JobMeter(std::unique_ptr<JobCgroups> cgroups, JobMeterOptions options = {});
@@ -100,6 +103,7 @@ class JobMeter {
   JobMeterOptions options_;
   std::unique_ptr<JobCgroups> cgroups_;
   std::string cgroups_error_;          // why there are no per-job cgroups
+  std::string cgroups_fix_;            // and what would give the build some (CgroupAccessFix)
   std::unique_ptr<BuildGuard> guard_;  // after cgroups_: released before the group is removed
   std::string guard_error_;
   bool guard_announced_ = false;
