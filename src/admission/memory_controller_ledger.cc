@@ -99,7 +99,9 @@ void MemoryController::RefreshOtherBuilds(int64_t now) {
   other_builds_busy_ = 0;
   nested_owed_.clear();
   for (const LedgerEntry& entry : ledger_->Others()) {
-    if (entry.parent_id == ledger_->id() && entry.parent_job >= 0) {
+    // Anyone may name this build as their outer one; only this user's (or root's) builds are believed.
+    const bool trusted = entry.uid == ledger_self_.uid || entry.uid == 0;
+    if (entry.parent_id == ledger_->id() && entry.parent_job >= 0 && trusted) {
       auto& owed = nested_owed_[static_cast<int>(entry.parent_job)];
       owed = SaturatingAdd(owed, entry.owed_bytes);
       continue;

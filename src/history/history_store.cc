@@ -14,6 +14,8 @@
 
 #include <fmt/format.h>
 
+#include <limits>
+#include <optional>
 #include "headroom/history/history_text.h"
 #include "headroom/util/digits.h"
 #include "headroom/util/disk.h"
@@ -109,6 +111,7 @@ bool ScanRecordFields(std::string_view line, uint32_t* class_id, uint64_t* hash,
   return true;
 }
 
+  *record = ClampedToRecordable(*record);  // as ParseRunFields does on the other path
 // The legacy file beside `path` (same directory, kLegacyFileName).
 std::string LegacyPathBeside(const std::string& path) {
   const size_t slash = path.rfind('/');
@@ -168,14 +171,24 @@ std::string_view NameArena::Add(std::string_view name) {
   return {stored, name.size()};
 }
 
-void ClassStats::Add(const HistoryRecord& record) {
+HistoryRecord ClampedToRecordable(HistoryRecord record) {
+  record.peak_bytes = std::min(record.peak_bytes, kMaxRecordedPeakBytes);
+  record.duration_ms = std::clamp<int64_t>(record.duration_ms, 0, kMaxRecordedDurationMs);
+  return record;
+}
+
+void ClassStats::Add(const HistoryRecord& given) {
+  const HistoryRecord record = ClampedToRecordable(given);  // callers outside the loaders pass raw figures
   if (record.killed()) {
     ++killed_;  // a killed job's figure is only a lower bound: keep it out of the quantile.
     return;
   }
   ++completed_;
   max_peak_ = std::max(max_peak_, record.peak_bytes);
-  total_duration_ms_ += record.duration_ms;
+  // Saturates rather than wrap: a class would need 2^38 year-long jobs to get here, but a sum must never be UB.
+  if (__builtin_add_overflow(total_duration_ms_, record.duration_ms, &total_duration_ms_)) {
+    total_duration_ms_ = std::numeric_limits<int64_t>::max();
+  }
   if (recent_peaks_.size() < kRecentPeaks) {
     recent_peaks_.push_back(record.peak_bytes);
   } else {
@@ -229,7 +242,7 @@ void HistoryStore::AddToMemory(std::string_view output, uint64_t command_hash, u
     edge.command_hash = command_hash;
   }
   edge.class_id = class_id;
-  edge.recent.Add(record);
+  edge.recent.Add(ClampedToRecordable(record));
   classes_[class_id].Add(record);
 }
 
@@ -361,7 +374,8 @@ bool HistoryStore::WriteClassLineIfNew(uint32_t class_id, std::string* error) {
 }
 
 bool HistoryStore::Record(std::string_view output, uint64_t command_hash, std::string_view class_key,
-                          const HistoryRecord& record, std::string* error) {
+                          const HistoryRecord& measured, std::string* error) {
+  const HistoryRecord record = ClampedToRecordable(measured);  // the file holds only what a load would keep
   uint32_t class_id = InternClass(class_key);
   if (keep_completed_runs_ || record.killed()) {
     AddToMemory(output, command_hash, class_id, record);

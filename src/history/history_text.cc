@@ -39,6 +39,7 @@ bool ParseRunFields(std::string_view* rest, HistoryRecord* record, bool with_ris
   if (!NextField(rest, &outcome) || outcome.size() != 1 || !IsOutcome(outcome[0])) return false;
   record->method = static_cast<PeakMethod>(method[0]);
   record->outcome = static_cast<JobOutcome>(outcome[0]);
+  *record = ClampedToRecordable(*record);  // a file may hold any figure; arithmetic on it must not overflow
   if (!with_rise) return true;
   std::string_view rise;
   return NextField(rest, &rise) && RiseCurve::Parse(rise, &record->rise);

@@ -33,6 +33,14 @@ struct HistoryRecord {
   bool killed() const { return outcome != JobOutcome::kCompleted; }
 };
 
+// The largest figures history keeps. A history file (or one imported from elsewhere) may say anything, and
+// the sums and scalings done with these figures must not overflow: 1 PiB and a year are beyond any real job,
+// and far below where a sum of 2^32 durations or a peak times a margin of a few could overflow.
+inline constexpr uint64_t kMaxRecordedPeakBytes = uint64_t{1} << 50;
+inline constexpr int64_t kMaxRecordedDurationMs = int64_t{366} * 24 * 3600 * 1000;
+// `record` with its peak and duration brought into [0, the maxima above].
+HistoryRecord ClampedToRecordable(HistoryRecord record);
+
 // The last few runs of one edge, oldest first, read like a vector. Most edges have run once since their
 // command last changed, so the first record lives inline: a 50k-edge history needs no allocation per edge.
 // Later runs go to the heap in 2, 4, then kCapacity slots.
