@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <deque>
+#include <limits>
 #include <map>
 
 #include <fmt/format.h>
@@ -346,6 +347,23 @@ TEST(EstimatorTest, RusageOnlyMeasurementsNeverLowerThePrior) {
   HistoryStore history;
   Estimator estimator(&history, {});
   std::string error;
+// A peak near 2^64 (from a damaged or imported history) times a margin is beyond 64 bits: the estimate
+// saturates at the largest figure history keeps instead of converting an out-of-range double (UB).
+TEST(EstimatorTest, APeakNearTheTopOfItsTypeGivesALargeEstimateNotAWrappedOne) {
+  HistoryStore history;
+  Estimator estimator(&history, {});
+  std::string error;
+  const uint64_t huge = std::numeric_limits<uint64_t>::max() - 1;
+  JobDescription a = Job("a.o", "g++ -O2 -c a.cc -o a.o", 1);
+  ASSERT_TRUE(estimator.Learn(a, Completed(huge), &error));
+  EXPECT_GE(estimator.Predict(a).peak_bytes, kMaxRecordedPeakBytes);
+  JobDescription b = Job("b.o", "g++ -O2 -c b.cc -o b.o", 2);  // same class, no edge history: the quantile
+  EXPECT_GE(estimator.Predict(b).peak_bytes, kMaxRecordedPeakBytes);
+  JobDescription c = Job("c.o", "g++ -O3 -c c.cc -o c.o", 3);  // a kill scaled by killed_factor
+  ASSERT_TRUE(estimator.Learn(c, {huge, 500, PeakMethod::kCgroup, JobOutcome::kOomKilled}, &error));
+  EXPECT_GE(estimator.Predict(c).peak_bytes, kMaxRecordedPeakBytes);
+}
+
   JobDescription a = Job("a.o", "nvcc -I/src/cutlass/include --threads 2 -arch=sm_80,sm_90 -c a.cu -o a.o");
   ASSERT_TRUE(estimator.Learn(a, Completed(2 * kGiB, 1000, PeakMethod::kRusage), &error));
   EXPECT_EQ(estimator.Predict(a).peak_bytes, 2 * PriorConstants{}.nvcc_cutlass_per_pipeline);

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include <unistd.h>
@@ -255,6 +256,46 @@ TEST_F(HistoryTest, RecordLinesOutsideHeadroomsSpellingStillReadTheSame) {
 }
 
 TEST_F(HistoryTest, CompactsABloatedFileOnOpen) {
+// Figures at the edge of their types (a damaged or hostile file, or an imported one) are clamped as they are
+// read, so the class's duration sum and the estimator's scaling never overflow (UB the sanitizer stage reports).
+TEST_F(HistoryTest, ExtremeFiguresAreClampedAsTheyAreRead) {
+  WriteFile("# headroom history v1\nC\t0\tK\n"
+            "E\t0\t1\t18446744073709551615\t9223372036854775807\tc\tc\ta.o\n"
+            "E\t0\t2\t18446744073709551614\t9223372036854775806\tc\tc\tb.o\n"
+            "E\t0\t3\t100\t9223372036854775807\tc\tc\tc.o\n");
+  HistoryStore store;
+  ASSERT_EQ(store.LoadForReading(path_), "");
+  ASSERT_NE(store.FindEdge("a.o", 1), nullptr);
+  EXPECT_EQ(store.FindEdge("a.o", 1)->recent[0].peak_bytes, kMaxRecordedPeakBytes);
+  EXPECT_EQ(store.FindEdge("a.o", 1)->recent[0].duration_ms, kMaxRecordedDurationMs);
+  const ClassStats* stats = store.FindClass("K");
+  ASSERT_NE(stats, nullptr);
+  EXPECT_EQ(stats->max_peak(), kMaxRecordedPeakBytes);
+  EXPECT_EQ(stats->MeanDurationMs(), kMaxRecordedDurationMs);
+}
+
+TEST(ClassStatsTest, RawExtremeFiguresNeitherWrapNorOverflowTheSum) {
+  ClassStats stats("K");
+  for (int i = 0; i < 3; ++i) {
+    stats.Add({std::numeric_limits<uint64_t>::max(), std::numeric_limits<int64_t>::max(), PeakMethod::kCgroup,
+               JobOutcome::kCompleted});
+  }
+  stats.Add({1, -5, PeakMethod::kCgroup, JobOutcome::kCompleted});  // a negative duration counts as 0
+  EXPECT_EQ(stats.max_peak(), kMaxRecordedPeakBytes);
+  EXPECT_EQ(stats.MeanDurationMs(), 3 * kMaxRecordedDurationMs / 4);
+}
+
+TEST_F(HistoryTest, ExtremeFiguresAreWrittenClamped) {
+  std::string error;
+  {
+    HistoryStore store;
+    ASSERT_EQ(store.Open(path_), "");
+    ASSERT_TRUE(store.Record("a.o", 1, "K", {std::numeric_limits<uint64_t>::max(), 7, PeakMethod::kCgroup},
+                             &error));
+  }
+  EXPECT_NE(ReadFile().find(fmt::format("\t{}\t7\t", kMaxRecordedPeakBytes)), std::string::npos) << ReadFile();
+}
+
   std::string error;
   {
     HistoryStore store;
