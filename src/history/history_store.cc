@@ -11,11 +11,10 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <limits>
 
 #include <fmt/format.h>
 
-#include <limits>
-#include <optional>
 #include "headroom/history/history_text.h"
 #include "headroom/util/digits.h"
 #include "headroom/util/disk.h"
@@ -107,11 +106,11 @@ bool ScanRecordFields(std::string_view line, uint32_t* class_id, uint64_t* hash,
   record->duration_ms = static_cast<int64_t>(duration);
   record->method = static_cast<PeakMethod>(method);
   record->outcome = static_cast<JobOutcome>(outcome);
+  *record = ClampedToRecordable(*record);  // as ParseRunFields does on the other path
   *output = scan.Rest();
   return true;
 }
 
-  *record = ClampedToRecordable(*record);  // as ParseRunFields does on the other path
 // The legacy file beside `path` (same directory, kLegacyFileName).
 std::string LegacyPathBeside(const std::string& path) {
   const size_t slash = path.rfind('/');

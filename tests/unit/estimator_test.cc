@@ -333,20 +333,6 @@ TEST(EstimatorTest, KilledRunsRaiseTheEstimateUntilACompletionSupersedesThem) {
   EXPECT_EQ(estimator.Predict(a).peak_bytes, static_cast<uint64_t>(5 * kGiB * 1.1));
 }
 
-TEST(EstimatorTest, EdgeHistoryUsesTheMaxOfARecentWindow) {
-  HistoryStore history;
-  Estimator estimator(&history, {});
-  std::string error;
-  JobDescription a = Job("a.o", "g++ -O2 -c a.cc -o a.o");
-  ASSERT_TRUE(estimator.Learn(a, Completed(8 * kGiB), &error));  // an old outlier, outside the window of 4.
-  for (int i = 0; i < 4; ++i) ASSERT_TRUE(estimator.Learn(a, Completed((1 + i % 2) * kGiB), &error));
-  EXPECT_EQ(estimator.Predict(a).peak_bytes, static_cast<uint64_t>(2 * kGiB * 1.1));
-}
-
-TEST(EstimatorTest, RusageOnlyMeasurementsNeverLowerThePrior) {
-  HistoryStore history;
-  Estimator estimator(&history, {});
-  std::string error;
 // A peak near 2^64 (from a damaged or imported history) times a margin is beyond 64 bits: the estimate
 // saturates at the largest figure history keeps instead of converting an out-of-range double (UB).
 TEST(EstimatorTest, APeakNearTheTopOfItsTypeGivesALargeEstimateNotAWrappedOne) {
@@ -364,6 +350,20 @@ TEST(EstimatorTest, APeakNearTheTopOfItsTypeGivesALargeEstimateNotAWrappedOne) {
   EXPECT_GE(estimator.Predict(c).peak_bytes, kMaxRecordedPeakBytes);
 }
 
+TEST(EstimatorTest, EdgeHistoryUsesTheMaxOfARecentWindow) {
+  HistoryStore history;
+  Estimator estimator(&history, {});
+  std::string error;
+  JobDescription a = Job("a.o", "g++ -O2 -c a.cc -o a.o");
+  ASSERT_TRUE(estimator.Learn(a, Completed(8 * kGiB), &error));  // an old outlier, outside the window of 4.
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(estimator.Learn(a, Completed((1 + i % 2) * kGiB), &error));
+  EXPECT_EQ(estimator.Predict(a).peak_bytes, static_cast<uint64_t>(2 * kGiB * 1.1));
+}
+
+TEST(EstimatorTest, RusageOnlyMeasurementsNeverLowerThePrior) {
+  HistoryStore history;
+  Estimator estimator(&history, {});
+  std::string error;
   JobDescription a = Job("a.o", "nvcc -I/src/cutlass/include --threads 2 -arch=sm_80,sm_90 -c a.cu -o a.o");
   ASSERT_TRUE(estimator.Learn(a, Completed(2 * kGiB, 1000, PeakMethod::kRusage), &error));
   EXPECT_EQ(estimator.Predict(a).peak_bytes, 2 * PriorConstants{}.nvcc_cutlass_per_pipeline);

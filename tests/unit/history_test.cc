@@ -255,7 +255,6 @@ TEST_F(HistoryTest, RecordLinesOutsideHeadroomsSpellingStillReadTheSame) {
   }
 }
 
-TEST_F(HistoryTest, CompactsABloatedFileOnOpen) {
 // Figures at the edge of their types (a damaged or hostile file, or an imported one) are clamped as they are
 // read, so the class's duration sum and the estimator's scaling never overflow (UB the sanitizer stage reports).
 TEST_F(HistoryTest, ExtremeFiguresAreClampedAsTheyAreRead) {
@@ -296,6 +295,7 @@ TEST_F(HistoryTest, ExtremeFiguresAreWrittenClamped) {
   EXPECT_NE(ReadFile().find(fmt::format("\t{}\t7\t", kMaxRecordedPeakBytes)), std::string::npos) << ReadFile();
 }
 
+TEST_F(HistoryTest, CompactsABloatedFileOnOpen) {
   std::string error;
   {
     HistoryStore store;
