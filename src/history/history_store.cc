@@ -7,17 +7,22 @@
 // Fields are tab-separated; the class key and the output are last and escape \ TAB and newline.
 #include "headroom/history/history_store.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "headroom/history/history_text.h"
 #include "headroom/util/digits.h"
 #include "headroom/util/disk.h"
+#include "headroom/util/replace_file.h"
 
 namespace headroom {
 namespace {
@@ -425,15 +430,7 @@ bool HistoryStore::Compact(std::string* error) {
       text += EdgeLine(output, edge.command_hash, static_cast<uint32_t>(new_id[edge.class_id]), record);
     }
   }
-  std::string temp_path = path_ + ".tmp";
-  std::FILE* temp = std::fopen(temp_path.c_str(), "wb");
-  bool ok = temp && std::fwrite(text.data(), 1, text.size(), temp) == text.size();
-  ok = temp && std::fclose(temp) == 0 && ok;
-  if (!ok || std::rename(temp_path.c_str(), path_.c_str()) != 0) {
-    *error = fmt::format("cannot rewrite {}: {}; memory history kept in memory only", path_, std::strerror(errno));
-    std::remove(temp_path.c_str());
-    return false;
-  }
+  if (!RewriteLocked(text, error)) return false;
   // Mirror the renumbering in memory so later appends use the ids the file now has.
   std::vector<ClassStats> kept;
   ClassIndex index;
@@ -454,6 +451,24 @@ bool HistoryStore::Compact(std::string* error) {
     return false;
   }
   return true;
+}
+
+bool HistoryStore::RewriteLocked(const std::string& text, std::string* error) {
+  // Two headroom processes in one build dir may both compact: each writes its own exclusive temp file, and
+  // they take turns under a lock on the file being replaced, so the file is always one whole rewrite.
+  const int fd = open(path_.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  std::string lock_error, write_error;
+  std::optional<PolledFileLock> lock;
+  if (fd >= 0) lock.emplace(fd, kCompactLockWaitMs, &lock_error);
+  RemoveStaleTempFiles(path_, kStaleTempAgeS);  // a compaction killed mid-write
+  const bool ok = (fd < 0 || lock->locked()) && ReplaceFileContents(path_, text, 0666, &write_error);
+  lock.reset();
+  if (fd >= 0) close(fd);
+  if (!ok) {
+    *error = fmt::format("cannot rewrite {}: {}; memory history kept in memory only", path_,
+                         write_error.empty() ? lock_error : write_error);
+  }
+  return ok;
 }
 
 }  // namespace headroom

@@ -27,6 +27,7 @@
 
 #include "headroom/history/history_text.h"
 #include "headroom/util/disk.h"
+#include "headroom/util/replace_file.h"
 
 namespace headroom {
 namespace {
@@ -34,6 +35,9 @@ namespace {
 using namespace history_text;
 
 constexpr std::string_view kMagic = "# headroom user store v";
+// An export's temp file whose writer looks dead and that is this old is a crash's leftover (a pid from another
+// pid namespace may look dead here, but no export takes minutes).
+constexpr int64_t kStaleExportTempAgeS = 600;
 
 std::string RecordLine(const HistoryRecord& r) {
   return fmt::format("r\t{}\t{}\t{}\t{}\t{}\n", r.peak_bytes, r.duration_ms, static_cast<char>(r.method),
@@ -45,16 +49,33 @@ void AddSample(std::vector<HistoryRecord>* samples, const HistoryRecord& record)
   if (samples->size() > UserStore::kSamplesPerClass) samples->erase(samples->begin());
 }
 
+// The store holds command classes with their -D values: only its owner may read it. A store made by an
+// older headroom (0755/0644) is narrowed, but only when it belongs to this user: a store someone shares on
+// purpose, owned by another user, is left as it is.
+void MakePrivate(int fd, const struct stat& st, mode_t private_mode) {
+  if (st.st_uid == geteuid() && (st.st_mode & 077) != 0) fchmod(fd, private_mode);
+}
+
+void MakeDirPrivate(const std::string& dir) {
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  struct stat st;
+  if (fstat(fd, &st) == 0) MakePrivate(fd, st, 0700);
+  close(fd);
+}
+
 // Holds the store's lock file exclusively. Polls rather than blocks, so a build stopped while holding it
 // (SIGSTOP, a debugger) costs another build lock_wait_ms, not its end.
 class StoreLock {
  public:
   StoreLock(const std::string& path, int wait_ms, std::string* error) {
-    fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd_ < 0) {
       *error = fmt::format("cannot open {}: {}", path, std::strerror(errno));
       return;
     }
+    struct stat st;
+    if (fstat(fd_, &st) == 0) MakePrivate(fd_, st, 0600);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
     while (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
       if (errno != EWOULDBLOCK && errno != EINTR) {
@@ -79,29 +100,21 @@ class StoreLock {
   bool locked_ = false;
 };
 
+// Creates `dir` (0700) and the directories above it that are missing (0755, like mkdir -p: they hold nothing
+// of the store's), and makes `dir` private.
 bool MakeDirs(const std::string& dir, std::string* error) {
   for (size_t slash = dir.find('/', 1);; slash = dir.find('/', slash + 1)) {
     std::string prefix = dir.substr(0, slash);
-    if (!prefix.empty() && mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
+    const mode_t mode = slash == std::string::npos ? 0700 : 0755;
+    if (!prefix.empty() && mkdir(prefix.c_str(), mode) != 0 && errno != EEXIST) {
       *error = fmt::format("cannot create {}: {}", prefix, std::strerror(errno));
       return false;
     }
-    if (slash == std::string::npos) return true;
+    if (slash == std::string::npos) {
+      MakeDirPrivate(dir);
+      return true;
+    }
   }
-}
-
-// Writes `text` to `path` through a temp file in the same directory and a rename.
-bool ReplaceFile(const std::string& path, const std::string& text, std::string* error) {
-  const std::string temp = fmt::format("{}.tmp.{}", path, getpid());
-  std::FILE* file = std::fopen(temp.c_str(), "wb");
-  bool ok = file && std::fwrite(text.data(), 1, text.size(), file) == text.size();
-  ok = file && std::fclose(file) == 0 && ok;
-  if (!ok || std::rename(temp.c_str(), path.c_str()) != 0) {
-    *error = fmt::format("cannot write {}: {}", path, std::strerror(errno));
-    std::remove(temp.c_str());
-    return false;
-  }
-  return true;
 }
 
 }  // namespace
@@ -588,6 +601,8 @@ bool UserStore::WriteMerged(const Contents* extra, int64_t now_s, std::string* e
   if (!MakeDirs(dir_, error)) return false;
   StoreLock lock(dir_ + "/" + kLockName, limits_.lock_wait_ms, error);
   if (!lock.locked()) return false;
+  // Every writer holds this lock while its temp file exists: any temp file here now was left by a crash.
+  RemoveStaleTempFiles(file_path(), 0, /*all_dead=*/true);
   // Re-read under the lock: another build may have written since this one loaded. What this build loaded is
   // let go first (nothing estimates any more once the build writes).
   ForgetLoaded();
@@ -648,8 +663,10 @@ bool UserStore::WriteMerged(const Contents* extra, int64_t now_s, std::string* e
       kept[i] = true;
     }
   }
-  const std::string temp = fmt::format("{}.tmp.{}", path, getpid());
-  std::unique_ptr<std::FILE, FileCloser> out(std::fopen(temp.c_str(), "wb"));
+  std::string temp;
+  const int temp_fd = CreateTempBeside(path, 0600, &temp);
+  std::unique_ptr<std::FILE, FileCloser> out(temp_fd >= 0 ? fdopen(temp_fd, "wb") : nullptr);
+  if (temp_fd >= 0 && !out) close(temp_fd);
   bool ok = out && std::fwrite(header.data(), 1, header.size(), out.get()) == header.size();
   size_t ordinal = 0;
   ok = ok && merge.Walk(old.get(), path, [&](const StoreEntry& entry) {
@@ -661,7 +678,7 @@ bool UserStore::WriteMerged(const Contents* extra, int64_t now_s, std::string* e
   ok = out && std::fclose(out.release()) == 0 && ok;
   if (!ok || std::rename(temp.c_str(), path.c_str()) != 0) {
     *error = fmt::format("cannot write {}: {}", path, std::strerror(errno));
-    std::remove(temp.c_str());
+    if (temp_fd >= 0) std::remove(temp.c_str());  // only a file this call created
     return false;
   }
   return true;
@@ -696,7 +713,8 @@ bool UserStore::ExportTo(const std::string& path, std::string* error) const {
   unbounded_age.max_age_s = INT64_MAX / 2;
   Parse(Serialise(contents_, unbounded_age, now_s), path, &copy);
   for (const Pending& one : pending_) Apply(one, &copy);
-  return ReplaceFile(path, Serialise(copy, limits_, now_s), error);
+  RemoveStaleTempFiles(path, kStaleExportTempAgeS);  // an export killed mid-write; nothing locks exports
+  return ReplaceFileContents(path, Serialise(copy, limits_, now_s), 0666, error);
 }
 
 bool UserStore::ImportFrom(const std::string& path, int64_t now_s, std::string* error) {

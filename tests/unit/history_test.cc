@@ -10,6 +10,7 @@
 #include <limits>
 #include <sstream>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -314,6 +315,52 @@ TEST_F(HistoryTest, CompactsABloatedFileOnOpen) {
   EXPECT_EQ(reloaded.edge_count(), 11u);
   EXPECT_EQ(reloaded.FindEdge("e3.o", 1)->recent.back().peak_bytes, 1993u);
   EXPECT_NE(reloaded.FindClass("K2"), nullptr);
+}
+
+// Compaction writes an exclusive temp file of its own: a symlink planted under the fixed name an older
+// headroom used (.ninja_headroom.tmp) or a pid-named one is never written through.
+TEST_F(HistoryTest, CompactionNeverWritesThroughAPlantedSymlink) {
+  const fs::path victim = dir_ / "victim";
+  std::ofstream(victim) << "untouched\n";
+  fs::create_symlink(victim, path_ + ".tmp");
+  WriteFile("# headroom history v2\nC\t0\tK\nE\t0\t1\t100\t5\tc\tc\t-\ta.o\nQ\n");  // damaged: rewritten
+  HistoryStore store;
+  EXPECT_NE(store.Open(path_).find("corrupt"), std::string::npos);
+  store.Close();
+  std::ifstream in(victim);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "untouched");
+  EXPECT_EQ(ReadFile().rfind("# headroom history v2\n", 0), 0u);
+  EXPECT_EQ(ReadFile().find("Q"), std::string::npos);
+}
+
+// Two processes compacting one build dir's bloated history at once always leave one whole, valid file.
+TEST_F(HistoryTest, TwoProcessesCompactingAtOnceLeaveAValidFile) {
+  std::string text = "# headroom history v2\nC\t0\tK\n";
+  for (int i = 0; i < 4000; ++i) text += fmt::format("E\t0\t1\t{}\t5\tc\tc\t-\to{}.o\n", 100 + i, i % 100);
+  for (int round = 0; round < 5; ++round) {
+    WriteFile(text);
+    pid_t children[2];
+    for (pid_t& child : children) {
+      child = fork();
+      if (child == 0) {
+        HistoryStore store;
+        _exit(store.Open(path_).empty() ? 0 : 1);
+      }
+    }
+    for (pid_t child : children) {
+      int status = 0;
+      ASSERT_EQ(waitpid(child, &status, 0), child);
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    HistoryStore reader;
+    EXPECT_EQ(reader.LoadForReading(path_), "");
+    EXPECT_EQ(reader.edge_count(), 100u);
+  }
+  for (const auto& entry : fs::directory_iterator(dir_)) {
+    EXPECT_EQ(entry.path().filename().string().find(".tmp"), std::string::npos) << entry.path();
+  }
 }
 
 TEST_F(HistoryTest, ForeignFileIsReportedOnceAndReplaced) {

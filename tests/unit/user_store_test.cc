@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -515,6 +516,8 @@ TEST_F(UserStoreTest, AReadOnlyStoreIsUsedButNotWritten) {
     store.Flush(kNow);
   }
   const std::string before = ReadText(file());
+  // A store is private (0600) as written; one shared read-only on purpose is opened up by its owner.
+  fs::permissions(file(), static_cast<fs::perms>(0644));
   fs::permissions(store_dir_, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
                                   fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
   // 0 when the store was read and left alone, else which check failed.
@@ -570,6 +573,67 @@ TEST_F(UserStoreTest, ExportThenImportIntoAnotherStore) {
   WriteText(root_ / "bad.txt", "# headroom user store v2\nQ\n");
   EXPECT_FALSE(fresh.ImportFrom((root_ / "bad.txt").string(), kNow, &error));
   EXPECT_NE(error.find("corrupt"), std::string::npos);
+}
+
+mode_t ModeOf(const fs::path& path) {
+  struct stat st {};
+  EXPECT_EQ(lstat(path.c_str(), &st), 0) << path;
+  return st.st_mode & 07777;
+}
+
+// The store holds command classes with their -D values: only its owner may read it.
+TEST_F(UserStoreTest, TheStoreIsPrivateToItsOwner) {
+  const mode_t old_umask = umask(022);
+  UserStore store = Store("/tmp/pip-install-a/build");
+  store.Load();
+  store.Record("/tmp/pip-install-a/build/k.o", "cc g++ -DSECRET=1 .cc", Rec(7 * kMiB), kNow);
+  EXPECT_EQ(store.Flush(kNow), "");
+  umask(old_umask);
+  EXPECT_EQ(ModeOf(store_dir_), 0700u);
+  EXPECT_EQ(ModeOf(file()), 0600u);
+  EXPECT_EQ(ModeOf(fs::path(store_dir_) / UserStore::kLockName), 0600u);
+}
+
+TEST_F(UserStoreTest, AnExistingStoreOfThisUserIsMadePrivate) {
+  fs::create_directories(store_dir_);
+  fs::permissions(store_dir_, static_cast<fs::perms>(0755));
+  WriteText(fs::path(store_dir_) / UserStore::kLockName, "");
+  fs::permissions(fs::path(store_dir_) / UserStore::kLockName, static_cast<fs::perms>(0644));
+  UserStore store = Store("/tmp/pip-install-a/build");
+  store.Load();
+  store.Record("/tmp/pip-install-a/build/k.o", "cc g++ .cc", Rec(7 * kMiB), kNow);
+  EXPECT_EQ(store.Flush(kNow), "");
+  EXPECT_EQ(ModeOf(store_dir_), 0700u);
+  EXPECT_EQ(ModeOf(fs::path(store_dir_) / UserStore::kLockName), 0600u);
+  EXPECT_EQ(ModeOf(file()), 0600u);
+}
+
+// A symlink planted under the temp name an older headroom used (history.tmp.<pid>) is never written through,
+// and temp files a crashed writer left are cleaned once the lock is held.
+TEST_F(UserStoreTest, TempFilesAreExclusiveAndACrashsLeftoversAreCleaned) {
+  fs::create_directories(store_dir_);
+  const fs::path victim = root_ / "victim";
+  WriteText(victim, "untouched\n");
+  fs::create_symlink(victim, fs::path(store_dir_) / fmt::format("history.tmp.{}", getpid()));
+  WriteText(fs::path(store_dir_) / "history.tmp.999999999", "left by a crash\n");
+  WriteText(fs::path(store_dir_) / "history.tmp.1.00ab", "left by a crash\n");
+  WriteText(fs::path(store_dir_) / "history.tmpfoo", "not a temp file\n");
+  UserStore store = Store("/tmp/pip-install-a/build");
+  store.Load();
+  store.Record("/tmp/pip-install-a/build/k.o", "cc g++ .cc", Rec(7 * kMiB), kNow);
+  EXPECT_EQ(store.Flush(kNow), "");
+  EXPECT_EQ(ReadText(victim), "untouched\n");
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(store_dir_)) names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"history", "history.lock", "history.tmpfoo"}));
+
+  std::string error;
+  const fs::path exported = root_ / "export.txt";
+  fs::create_symlink(victim, fmt::format("{}.tmp.{}", exported.string(), getpid()));
+  ASSERT_TRUE(store.ExportTo(exported.string(), &error)) << error;
+  EXPECT_EQ(ReadText(victim), "untouched\n");
+  EXPECT_NE(ReadText(exported).find("# headroom user store"), std::string::npos);
 }
 
 TEST_F(UserStoreTest, SeededClassesKeepTheBuildDirFileValid) {

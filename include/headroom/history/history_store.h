@@ -189,6 +189,10 @@ class HistoryStore {
   uint32_t InternClass(std::string_view key);
   void AddToMemory(std::string_view output, uint64_t command_hash, uint32_t class_id, const HistoryRecord& record);
   bool AppendLine(const std::string& line, std::string* error);
+  // Replaces the file with `text` under a lock on it (Compact's write).
+  bool RewriteLocked(const std::string& text, std::string* error);
+  static constexpr int kCompactLockWaitMs = 2000;  // a rewrite takes milliseconds; a stopped holder is skipped
+  static constexpr int64_t kStaleTempAgeS = 600;   // an older temp file whose writer looks dead is a leftover
   bool WriteClassLineIfNew(uint32_t class_id, std::string* error);
 
   struct EntryOutput {
