@@ -11,6 +11,7 @@
 #include <climits>
 #include <ctime>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -29,6 +30,7 @@
 #include "headroom/status/status_printer.h"
 #include "headroom/tools/tool.h"
 #include "headroom/util/messages.h"
+#include "headroom/util/shell_words.h"
 #include "headroom/util/metrics.h"
 
 namespace headroom {
@@ -38,13 +40,17 @@ namespace {
 constexpr int kCycleLimit = 100;
 
 // HEADROOM_FLAGS lets tools that run `ninja` with fixed arguments (PyTorch) pass headroom's
-// options: they go first, so the real command line still wins.
-std::vector<std::string> ArgumentsWithEnvironmentFlags(int argc, char** argv) {
+// options: they go first, so the real command line still wins. Quoted as on a shell command line.
+std::optional<std::vector<std::string>> ArgumentsWithEnvironmentFlags(int argc, char** argv) {
   std::vector<std::string> args{argv[0]};
   if (const char* extra = getenv("HEADROOM_FLAGS")) {
-    std::istringstream words(extra);
-    std::string word;
-    while (words >> word) args.push_back(word);
+    std::string error;
+    std::optional<std::vector<std::string>> words = SplitShellWords(extra, &error);
+    if (!words) {
+      Error("invalid HEADROOM_FLAGS: {}", error);
+      return std::nullopt;
+    }
+    args.insert(args.end(), words->begin(), words->end());
   }
   for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
   return args;
@@ -176,7 +182,9 @@ int RunPasses(const Options& options, const BuildConfig& config, const Tool* too
 
 int RunCli(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, BUFSIZ);
-  std::vector<std::string> arg_storage = ArgumentsWithEnvironmentFlags(argc, argv);
+  std::optional<std::vector<std::string>> arguments = ArgumentsWithEnvironmentFlags(argc, argv);
+  if (!arguments) return 1;
+  std::vector<std::string>& arg_storage = *arguments;
   std::vector<char*> arg_pointers;
   for (std::string& arg : arg_storage) arg_pointers.push_back(arg.data());
   arg_pointers.push_back(nullptr);

@@ -138,6 +138,10 @@ bool WarningEnable(const std::string& name, Options* options, int* exit_code) {
 bool ApplyMemBudget(const std::string& value, const char* source, BuildConfig* config) {
   std::string err;
   std::optional<BudgetSpec> budget = ParseBudget(value, &err);
+  if (!budget && err.find("without a unit") != std::string::npos) {
+    Error("invalid {} {}", source, err);
+    return false;
+  }
   if (!budget || (!budget->is_fraction() && budget->bytes == 0)) {
     Error("invalid {} '{}': expected a size like 12G or a percentage like 80%", source, value);
     return false;
@@ -152,6 +156,10 @@ bool ApplyMemReserve(const std::string& value, const char* source, BuildConfig* 
   std::optional<uint64_t> bytes = ParseSize(value, &err);
   if (!bytes) {
     Error("invalid {} '{}': expected a size like 512M or 2G", source, value);
+    return false;
+  }
+  if (*bytes == 0) {  // 0 stands for "the default" inside: refused rather than silently meaning that
+    Error("invalid {} '{}': the reserve must be above 0 (leave the option out for the default)", source, value);
     return false;
   }
   config->memory.reserve_bytes = *bytes;

@@ -6,10 +6,14 @@
 #include <cmath>
 #include <ctime>
 #include <limits>
+#include <mutex>
+#include <string>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
 #include "headroom/estimator/command_line.h"
+#include "headroom/util/messages.h"
 
 namespace headroom {
 namespace {
@@ -20,6 +24,16 @@ uint64_t Scale(uint64_t bytes, double factor) {
   if (!(scaled > 0)) return 0;
   if (scaled >= 18446744073709551616.0) return std::numeric_limits<uint64_t>::max();  // 2^64
   return static_cast<uint64_t>(scaled);
+}
+
+// A malformed headroom_mem is ignored, so say so, once per distinct value in this process: a rule-level hint
+// repeats on every edge, and the planner predicts each edge many times.
+void WarnOnceAboutBadHint(std::string_view hint, std::string_view output, const std::string& error) {
+  static std::mutex mutex;
+  static std::unordered_set<std::string> reported;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!reported.emplace(hint).second) return;
+  Warning("ignoring headroom_mem = {} (first on '{}'): {}", hint, output, error);
 }
 
 int64_t MedianDuration(const RecentRuns& records) {
@@ -117,7 +131,10 @@ std::optional<Estimate> Estimator::FromHint(const JobDescription& job, bool why)
   if (!job.mem_hint) return std::nullopt;
   std::string error;
   std::optional<uint64_t> bytes = ParseSize(*job.mem_hint, &error);
-  if (!bytes) return std::nullopt;  // the manifest loader reports bad hints; here they are simply ignored.
+  if (!bytes) {
+    WarnOnceAboutBadHint(*job.mem_hint, job.output, error);
+    return std::nullopt;  // the other sources decide, as without a hint
+  }
   Estimate estimate;
   estimate.source = EstimateSource::kUserHint;
   estimate.peak_bytes = *bytes;

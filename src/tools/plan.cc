@@ -92,6 +92,10 @@ std::optional<int> ReadPlanFlags(const ToolArgs& args, PlanFlags* flags) {
       }
       case kMemBudget:
         flags->budget = ParseBudget(parser.argument(), &error);
+        if (!flags->budget && error.find("without a unit") != std::string::npos) {
+          Error("invalid --mem-budget {}", error);
+          return 1;
+        }
         if (!flags->budget || (!flags->budget->is_fraction() && flags->budget->bytes == 0)) {
           Error("invalid --mem-budget '{}': expected a size like 12G or a percentage like 80%", parser.argument());
           return 1;

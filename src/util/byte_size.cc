@@ -92,6 +92,13 @@ std::optional<BudgetSpec> ParseBudget(std::string_view text, std::string* error)
   }
   std::optional<uint64_t> bytes = ParseSize(text, error);
   if (!bytes) return std::nullopt;
+  const bool unitless = std::isdigit(static_cast<unsigned char>(trimmed.back())) || trimmed.back() == '.';
+  if (unitless && *bytes < kMinUnitlessBudgetBytes) {
+    *error = fmt::format("'{}': a number without a unit is bytes, and {} bytes is below the {} floor for a budget "
+                         "in bytes (write {}G for gigabytes)", trimmed, *bytes, FormatBytes(kMinUnitlessBudgetBytes),
+                         trimmed);
+    return std::nullopt;
+  }
   BudgetSpec spec;
   spec.bytes = *bytes;
   return spec;

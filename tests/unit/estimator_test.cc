@@ -59,6 +59,20 @@ TEST(ParseBudgetTest, AcceptsPercentOfTheLimit) {
   }
 }
 
+// "12" is 12 bytes, almost surely meant as 12G: a unitless budget below the floor is refused; a unit makes
+// any size deliberate.
+TEST(ParseBudgetTest, AUnitlessBudgetBelowTheFloorIsRefused) {
+  std::string error;
+  for (std::string_view bad : {"12", "0", "67108863", "1.5"}) {
+    EXPECT_FALSE(ParseBudget(bad, &error)) << bad;
+    EXPECT_NE(error.find("without a unit"), std::string::npos) << error;
+  }
+  EXPECT_EQ(ParseBudget("67108864", &error)->bytes, kMinUnitlessBudgetBytes);
+  EXPECT_EQ(ParseBudget("12K", &error)->bytes, 12 * kKiB);
+  EXPECT_EQ(ParseBudget("1b", &error)->bytes, 1u);
+  EXPECT_EQ(ParseSize("12", &error), 12u);  // sizes elsewhere (headroom_mem, --mem-reserve) keep plain bytes
+}
+
 TEST(FormatBytesTest, PrintsOneDecimalInTheLargestUnit) {
   EXPECT_EQ(FormatBytes(900), "900 B");
   EXPECT_EQ(FormatBytes(512 * kMiB), "512 MiB");

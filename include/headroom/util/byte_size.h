@@ -24,7 +24,12 @@ struct BudgetSpec {
   uint64_t Resolve(uint64_t limit_bytes) const;
 };
 
-// Accepts everything ParseSize accepts plus "N%" with 0 < N <= 100.
+// A budget written without a unit is bytes, so "12" is 12 bytes, almost surely meant as 12G. Below this a
+// unitless budget is refused; with a unit ("1M") any size is taken as written.
+inline constexpr uint64_t kMinUnitlessBudgetBytes = uint64_t{64} * 1024 * 1024;
+
+// Accepts everything ParseSize accepts plus "N%" with 0 < N <= 100, but not a number without a unit below
+// kMinUnitlessBudgetBytes.
 std::optional<BudgetSpec> ParseBudget(std::string_view text, std::string* error);
 
 // Human-readable size: "900 B", "512 MiB", "4.2 GiB", "6.0 GiB" (one decimal from GiB up). Used in every reason and message.
