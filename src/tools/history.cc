@@ -8,6 +8,7 @@
 
 #include "headroom/history/history_store.h"
 #include "headroom/history/user_store.h"
+#include "headroom/manifest/manifest_parser.h"
 #include "headroom/tools/tools.h"
 #include "headroom/util/messages.h"
 
@@ -16,7 +17,7 @@ namespace {
 
 int Usage(bool asked) {
   printf("usage: ninja -t history export FILE | import FILE | path\n\n"
-         "  export FILE  write the per-user store, plus this directory's own history, to FILE\n"
+         "  export FILE  write the per-user store, plus this build dir's own history (under builddir), to FILE\n"
          "  import FILE  merge FILE into the per-user store (newer entries win; importing twice adds nothing)\n"
          "  path         print the per-user store's directory\n");
   return asked ? 0 : 1;
@@ -27,12 +28,32 @@ UserStore OpenStore(const std::string& dir) {
   return UserStore(dir, PathNormaliser::ForBuild(getcwd(cwd, sizeof cwd) ? cwd : ""));
 }
 
-int Export(const std::string& store_dir, const std::string& file) {
+// Where the build dir's history is: under the manifest's `builddir`, as a build, memstats and plan read it. The
+// tool runs before any manifest is loaded (import and path need none), so export reads the manifest itself;
+// without one here the current directory's file (if any) goes with the store.
+bool BuildHistoryPath(const ToolContext& context, std::string* path) {
+  *path = HistoryStore::kFileName;
+  const std::string& manifest = context.options->input_file;
+  if (access(manifest.c_str(), F_OK) != 0) return true;
+  ManifestParser parser(context.state, context.disk);
+  std::string err;
+  if (!parser.Load(manifest, &err)) {
+    Error("{}", err);
+    return false;
+  }
+  const std::string build_dir = context.state->bindings.LookupVariable("builddir");
+  if (!build_dir.empty()) *path = build_dir + "/" + HistoryStore::kFileName;
+  return true;
+}
+
+int Export(const ToolContext& context, const std::string& store_dir, const std::string& file) {
+  std::string history_path;
+  if (!BuildHistoryPath(context, &history_path)) return 1;
   UserStore store = OpenStore(store_dir);
   if (std::string warning = store.Load(); !warning.empty()) Warning("{}", warning);
   // The build dir's own history (run with -C BUILD_DIR) travels too, even with the store turned off.
   HistoryStore history;
-  if (std::string warning = history.LoadForReading(HistoryStore::kFileName); !warning.empty()) {
+  if (std::string warning = history.LoadForReading(history_path); !warning.empty()) {
     Warning("{}", warning);
   }
   store.AddBuildHistory(history, static_cast<int64_t>(time(nullptr)));
@@ -69,7 +90,7 @@ int ToolHistory(const ToolContext& context, const ToolArgs& args) {
     return 0;
   }
   if (args.size() != 3) return Usage(false);
-  if (args[1] == "export") return Export(store_dir, args[2]);
+  if (args[1] == "export") return Export(context, store_dir, args[2]);
   if (args[1] == "import") return Import(store_dir, args[2]);
   return Usage(false);
 }

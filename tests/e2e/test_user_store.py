@@ -262,3 +262,24 @@ def test_history_export_then_import_on_a_fresh_machine(tmp_path):
     assert r.returncode == 1 and "missing.txt" in r.stderr, r.stderr
     r = run(["-t", "history"], fresh, env)
     assert r.returncode == 1 and "usage: ninja -t history" in r.stdout
+
+
+def test_history_export_reads_the_build_dirs_history_under_builddir(tmp_path):
+    """A manifest with `builddir` keeps .ninja_headroom there (as memstats and plan read it): export takes it
+    from there, not from the directory ninja runs in; a stray file in that directory is not exported."""
+    work = project(tmp_path / "w")
+    manifest = work / "build.ninja"
+    manifest.write_text("builddir = out\n" + manifest.read_text())
+    env = env_for(None, tmp_path)
+    assert run(["--no-store"], work, env).returncode == 0
+    assert (work / "out" / ".ninja_headroom").is_file() and not (work / ".ninja_headroom").exists()
+    (work / ".ninja_headroom").write_text("# headroom history v2\nC\t0\tK\nE\t0\t1\t5\t5\tc\tc\t-\tstray.o\n")
+    exported = tmp_path / "exported.txt"
+    r = run(["--no-store", "-t", "history", "export", str(exported)], work, env)
+    assert (r.returncode, r.stderr) == (0, ""), r.stderr
+    outputs = sorted(ln.split("\t")[-1] for ln in exported.read_text().splitlines() if ln.startswith("E\t"))
+    assert outputs == ["obj0.o", "obj1.o", "obj2.o"], exported.read_text()
+    # A manifest that does not load is reported as a build reports it.
+    manifest.write_text("builddir = out\nbuild x: nosuchrule\n")
+    r = run(["--no-store", "-t", "history", "export", str(exported)], work, env)
+    assert r.returncode == 1 and r.stderr.startswith("ninja: error: build.ninja:2: unknown build rule"), r.stderr
