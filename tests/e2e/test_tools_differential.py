@@ -765,6 +765,32 @@ def test_browse_is_refused_clearly(tmp_path, e2e_config):
     assert p.stderr.startswith("ninja: error: ") and "not supported in headroom" in p.stderr
 
 
+def test_the_readme_names_every_ninja_tool_headroom_refuses(tmp_path, e2e_config):
+    """The README's promise about ninja's tools: each tool of ninja 1.13.2's `-t list` that headroom refuses is
+    named there as the exception."""
+    import re
+    import subprocess
+    from pathlib import Path
+
+    binary = _headroom_or_skip(e2e_config)
+    (tmp_path / "build.ninja").write_text("rule r\n  command = touch $out\nbuild x: r\n")
+    listed = subprocess.run([e2e_config.ref, "-t", "list"], cwd=tmp_path, capture_output=True, text=True).stdout
+    tools = [line.split()[0] for line in listed.splitlines()[1:] if line.strip()]
+    assert "browse" in tools and "query" in tools
+    refused = []
+    for tool in tools:
+        p = subprocess.run(["ninja", "-t", tool, "--help"], executable=binary, cwd=tmp_path, capture_output=True,
+                           text=True, stdin=subprocess.DEVNULL, timeout=30)
+        if "not supported in headroom" in p.stderr:
+            refused.append(tool)
+    assert refused == ["browse"]
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    paragraph = next(p for p in readme.split("\n\n") if "answers to the name `ninja`" in p)
+    assert not re.search(r"every flag and `-t` tool", paragraph), paragraph
+    for tool in refused:
+        assert "`-t %s`" % tool in paragraph, paragraph
+
+
 def test_urtle_and_hidden_memstats(tmp_path, e2e_config):
     import subprocess
 
