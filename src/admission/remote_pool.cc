@@ -100,7 +100,7 @@ std::optional<std::string> DistccHostsText(
   return read_file("/etc/distcc/hosts");
 }
 
-std::optional<size_t> RemoteDepthFromEnvironment() {
+std::optional<size_t> RemoteDepthFromEnvironment(const std::function<bool()>& farm_job_wanted) {
   auto env = [](const char* name) -> const char* { return std::getenv(name); };
   auto read_file = [](const std::string& path) -> std::optional<std::string> {
     std::ifstream in(path);
@@ -112,7 +112,7 @@ std::optional<size_t> RemoteDepthFromEnvironment() {
   if (std::optional<std::string> text = DistccHostsText(env, read_file)) {
     if (auto slots = ParseDistccHosts(*text).remote_slots) return slots;
   }
-  if (LauncherSettingsFromEnvironment().sccache_dist) return SccacheDistDepth();
+  if (LauncherSettingsFromEnvironment().sccache_dist && farm_job_wanted()) return SccacheDistDepth();
   return std::nullopt;
 }
 

@@ -14,6 +14,7 @@
 #include "headroom/admission/remote_controller.h"
 #include "headroom/admission/remote_pool.h"
 #include "headroom/estimator/estimator.h"
+#include "headroom/estimator/exec_mode.h"
 #include "headroom/exec/jobserver.h"
 #include "headroom/exec/jobserver_server.h"
 #include "headroom/history/history_store.h"
@@ -72,16 +73,27 @@ MemoryController* NinjaMain::EnsureMemoryController() {
   return memory_controller_.get();
 }
 
-JobController* NinjaMain::EnsureRemoteController(MemoryController* memory) {
+JobController* NinjaMain::EnsureRemoteController(MemoryController* memory, const Plan& plan) {
   if (remote_controller_) return remote_controller_.get();
+  const LauncherSettings launchers = LauncherSettingsFromEnvironment();
+  // Asking a farm its size costs a process (sccache's, up to its timeout): only when a wanted job would go there.
+  auto farm_job_wanted = [&plan, &launchers] {
+    return plan.AnyWantedCommandEdge([&launchers](const Edge* edge) {
+      ExecClass exec;
+      std::string err;
+      return ClassifyExecMode(edge->EvaluateCommand(), edge->GetBinding("headroom_exec"), launchers, &exec, &err) &&
+             exec.mode == ExecMode::kRemote;
+    });
+  };
   size_t depth = config_.memory.remote_jobs;
-  if (depth == 0) depth = RemoteDepthFromEnvironment().value_or(0);
+  if (depth == 0) depth = RemoteDepthFromEnvironment(farm_job_wanted).value_or(0);
   if (depth == 0) return memory;  // no farm: exactly the memory controller
   RemoteConfig remote;
   remote.pool_depth = depth;
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  // The CPUs this build may use (affinity and cgroup quota, as -j's default and the CPU cap count them).
+  const long cores = config_.memory.cpus > 0 ? config_.memory.cpus : sysconf(_SC_NPROCESSORS_ONLN);
   remote.local_cap = LocalJobCap(static_cast<size_t>(config_.parallelism), depth, cores > 0 ? cores : 1);
-  remote.launchers = LauncherSettingsFromEnvironment();
+  remote.launchers = launchers;
   remote.strict_remote = config_.memory.strict_remote;
   JobMeter* meter = memory_.meter;
   JobSizes sizes{[meter](JobId id) { return meter->CurrentBytes(id); }, [meter](JobId id) { return meter->PeakSoFar(id); }};
@@ -206,7 +218,7 @@ void NinjaMain::AttachJobController(Builder* builder) {
   // Only once there is work: a build with nothing to do never reads the history, probes memory or makes cgroups.
   if (MemoryController* memory = EnsureMemoryController()) {
     memory->set_timeline(timeline_);
-    JobController* controller = EnsureRemoteController(memory);
+    JobController* controller = EnsureRemoteController(memory, builder->plan());
     if (remote_controller_) remote_controller_->set_timeline(timeline_, clock_);
     builder->set_job_controller(controller);
     builder->set_edge_cost([memory](const Edge* edge) { return memory->EdgeCost(edge); });

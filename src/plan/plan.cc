@@ -25,6 +25,13 @@ EdgeWeight UnitCost(const Edge* edge) { return {edge->is_phony() ? 0 : 1, false}
 
 }  // namespace
 
+bool Plan::AnyWantedCommandEdge(const std::function<bool(const Edge*)>& test) const {
+  for (const auto& [edge, want] : want_) {
+    if (want != Want::kNothing && !edge->is_phony() && test(edge)) return true;
+  }
+  return false;
+}
+
 void Plan::Reset() {
   want_.clear();
   ready_.clear();

@@ -31,9 +31,10 @@ std::optional<std::string> DistccHostsText(const std::function<const char*(const
                                            const std::function<std::optional<std::string>(const std::string&)>& read_file);
 
 // The farm's depth as the launchers' configuration states it, in this process's environment: distcc's host
-// list, else, when sccache's config names a dist scheduler, the CPUs the scheduler reports (SccacheDistDepth).
-// nullopt when nothing says.
-std::optional<size_t> RemoteDepthFromEnvironment();
+// list, else, when sccache's config names a dist scheduler and `farm_job_wanted` says a job of this build would
+// go to a farm, the CPUs the scheduler reports (SccacheDistDepth: a process, and up to its timeout, which a
+// build of local jobs alone never pays). nullopt when nothing says.
+std::optional<size_t> RemoteDepthFromEnvironment(const std::function<bool()>& farm_job_wanted);
 
 // The farm's CPUs in the output of `sccache --dist-status` (its SchedulerStatus's num_cpus); nullopt when the
 // scheduler is not connected or the text says nothing.

@@ -81,7 +81,7 @@ class NinjaMain : public BuildLog::Liveness {
   void AttachJobController(Builder* builder);
   MemoryController* EnsureMemoryController();
   // Wraps the memory controller when a remote pool is known (--remote-jobs or distcc's host list).
-  JobController* EnsureRemoteController(MemoryController* memory);
+  JobController* EnsureRemoteController(MemoryController* memory, const Plan& plan);
   void OpenUserStore();
   std::string LogPath(const char* name) const;
 

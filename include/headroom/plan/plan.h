@@ -55,6 +55,8 @@ class Plan {
   }
 
   bool more_to_do() const { return wanted_edges_ > 0 && command_edges_ > 0; }
+  // Whether `test` holds for a command edge the plan still wants to run (stops at the first that does).
+  bool AnyWantedCommandEdge(const std::function<bool(const Edge*)>& test) const;
   int command_edge_count() const { return command_edges_; }
   size_t ready_count() const { return ready_.size(); }
   const std::set<Edge*, EdgePriorityOrder>& ready() const { return ready_; }
