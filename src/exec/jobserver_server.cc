@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <vector>
 
 namespace headroom {
@@ -124,8 +126,15 @@ int RemoveStaleJobserverDirs(const std::string& temp_dir) {
     struct stat info;
     if (lstat(path.c_str(), &info) != 0 || !S_ISDIR(info.st_mode) || info.st_uid != geteuid()) continue;
     if (kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // its build still runs
-    RemoveDirectoryAndFifos(path);
-    ++removed;
+    // The pid may belong to another pid namespace sharing this directory: only the lock and the age tell.
+    if (time(nullptr) - info.st_mtime < kStaleJobserverDirAgeS) continue;
+    const int fd = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) continue;
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0) {  // held until close: no server can take it while it goes
+      RemoveDirectoryAndFifos(path);
+      ++removed;
+    }
+    close(fd);
   }
   closedir(dir);
   return removed;
@@ -142,20 +151,29 @@ std::unique_ptr<JobserverServer> JobserverServer::Create(JobserverStyle style, i
     *error = "creating a jobserver directory in " + temp_dir + ": " + strerror(errno);
     return nullptr;
   }
+  // Held for the server's life and never inherited by jobs (O_CLOEXEC): a sweeper in any pid namespace sees it.
+  int lock = open(buffer.data(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (lock >= 0 && flock(lock, LOCK_EX | LOCK_NB) != 0) {
+    close(lock);
+    lock = -1;  // cannot happen for a fresh directory; the age rule still protects it
+  }
   std::string stripped = StripJobserverWords(inherited_makeflags ? inherited_makeflags : "");
-  return std::unique_ptr<JobserverServer>(new JobserverServer(style, parallelism, buffer.data(), std::move(stripped)));
+  return std::unique_ptr<JobserverServer>(
+      new JobserverServer(style, parallelism, buffer.data(), lock, std::move(stripped)));
 }
 
-JobserverServer::JobserverServer(JobserverStyle style, int parallelism, std::string directory,
+JobserverServer::JobserverServer(JobserverStyle style, int parallelism, std::string directory, int directory_lock,
                                  std::string base_makeflags)
     : style_(style),
       parallelism_(parallelism),
       directory_(std::move(directory)),
+      directory_lock_(directory_lock),
       base_makeflags_(std::move(base_makeflags)) {}
 
 JobserverServer::~JobserverServer() {
   ledger_.Clear();  // closes and unlinks every channel's fifo
   RemoveDirectoryAndFifos(directory_);
+  if (directory_lock_ >= 0) close(directory_lock_);
 }
 
 void JobserverServer::AlsoRewrite(const std::string& name, const char* inherited) {

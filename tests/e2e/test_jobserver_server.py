@@ -8,6 +8,7 @@ import shutil
 import signal
 import sys
 import threading
+import time
 
 import pytest
 
@@ -239,6 +240,11 @@ def test_fifos_removed_after_failure_and_sigint_and_a_stale_dir_is_harmless(ws, 
     proc.wait(timeout=10)
     assert len(jobserver_dirs(tmpdir_env)) == 1
     ws.remove("started")
+    # A directory is swept once no server holds its lock and it has been untouched for 10 minutes (its pid may
+    # be another pid namespace's): this one is made to look that old.
+    left = os.path.join(tmpdir_env, jobserver_dirs(tmpdir_env)[0])
+    long_ago = time.time() - 11 * 60
+    os.utime(left, (long_ago, long_ago))
 
     # SIGINT: the build stops and removes its own directory (and the stale one went when it started).
     proc = ws.spawn("--jobserver", env={"TMPDIR": tmpdir_env})

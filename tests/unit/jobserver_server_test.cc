@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <ctime>
 #include <filesystem>
 
 #include "fakes.h"
@@ -255,16 +256,30 @@ TEST(JobserverServerTest, InheritedCargoMakeflagsIsRewrittenToTheJobsChannelAndA
   EXPECT_EQ("CARGO_MAKEFLAGS= -j3 --jobserver-auth=" + fd + "," + fd, options.environment[1]);
 }
 
-TEST(JobserverServerTest, StaleDirectoryOfADeadBuildIsRemovedAndALiveOneKept) {
-  TempDir temp;
+pid_t DeadPid() {
   pid_t dead = fork();
   if (dead == 0) _exit(0);
-  ASSERT_GT(dead, 0);
-  ASSERT_EQ(dead, waitpid(dead, nullptr, 0));
+  EXPECT_GT(dead, 0);
+  EXPECT_EQ(dead, waitpid(dead, nullptr, 0));
+  return dead;
+}
+
+// Sets a directory's times back past kStaleJobserverDirAgeS, as a build killed long ago leaves it.
+void MakeOld(const std::string& path) {
+  struct timespec old[2];
+  old[0].tv_sec = old[1].tv_sec = time(nullptr) - kStaleJobserverDirAgeS - 60;
+  old[0].tv_nsec = old[1].tv_nsec = 0;
+  ASSERT_EQ(0, utimensat(AT_FDCWD, path.c_str(), old, 0));
+}
+
+TEST(JobserverServerTest, StaleDirectoryOfADeadBuildIsRemovedAndALiveOneKept) {
+  TempDir temp;
+  const pid_t dead = DeadPid();
   const std::string stale = temp.path() + "/headroom-jobserver-" + std::to_string(dead) + "-abcdef";
   const std::string live = temp.path() + "/headroom-jobserver-" + std::to_string(getpid()) + "-ghijkl";
   ASSERT_EQ(0, mkdir(stale.c_str(), 0700));
   ASSERT_EQ(0, mkfifo((stale + "/job-3").c_str(), 0600));
+  MakeOld(stale);
   ASSERT_EQ(0, mkdir(live.c_str(), 0700));
   std::string err;
   auto server = JobserverServer::Create(JobserverStyle::kFifo, 2, temp.path(), "", &err);
@@ -273,6 +288,36 @@ TEST(JobserverServerTest, StaleDirectoryOfADeadBuildIsRemovedAndALiveOneKept) {
   EXPECT_NE(0, stat(stale.c_str(), &info));
   EXPECT_EQ(0, stat(live.c_str(), &info));
   EXPECT_EQ(2u, temp.Entries());  // the live one and the new server's
+}
+
+// Two containers sharing /tmp as one user: each sees the other's pids as dead. A directory is swept only when
+// no server holds its lock and it has been left alone for a while, whatever its pid says.
+TEST(JobserverServerTest, ADirectoryWhosePidLooksDeadIsKeptWhileLockedOrRecent) {
+  TempDir temp;
+  const pid_t dead = DeadPid();
+  std::string err;
+  // A live server of "another namespace": its directory renamed to carry a pid that is dead here, and aged.
+  auto other = JobserverServer::Create(JobserverStyle::kFifo, 2, temp.path(), "", &err);
+  ASSERT_TRUE(other) << err;
+  const std::string locked = temp.path() + "/headroom-jobserver-" + std::to_string(dead) + "-locked";
+  ASSERT_EQ(0, rename(other->directory().c_str(), locked.c_str()));
+  MakeOld(locked);
+  // A directory just made (its server has not locked it yet, or it is an older headroom's that takes no lock).
+  const std::string recent = temp.path() + "/headroom-jobserver-" + std::to_string(dead) + "-recent";
+  ASSERT_EQ(0, mkdir(recent.c_str(), 0700));
+  const std::string stale = temp.path() + "/headroom-jobserver-" + std::to_string(dead) + "-stale";
+  ASSERT_EQ(0, mkdir(stale.c_str(), 0700));
+  MakeOld(stale);
+
+  EXPECT_EQ(1, RemoveStaleJobserverDirs(temp.path()));
+  struct stat info;
+  EXPECT_EQ(0, stat(locked.c_str(), &info));
+  EXPECT_EQ(0, stat(recent.c_str(), &info));
+  EXPECT_NE(0, stat(stale.c_str(), &info));
+  other.reset();  // its lock goes with it: the renamed directory is now a crash's leftover
+  MakeOld(locked);
+  EXPECT_EQ(1, RemoveStaleJobserverDirs(temp.path()));
+  EXPECT_NE(0, stat(locked.c_str(), &info));
 }
 
 // The Builder with a server: spare -j capacity goes to running jobs as offers, never past -j, and new

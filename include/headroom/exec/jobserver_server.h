@@ -3,6 +3,7 @@
 // offer; this file owns the OS side and the clean-up.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -42,11 +43,13 @@ class JobserverServer {
   const std::string& directory() const { return directory_; }
 
  private:
-  JobserverServer(JobserverStyle style, int parallelism, std::string directory, std::string base_makeflags);
+  JobserverServer(JobserverStyle style, int parallelism, std::string directory, int directory_lock,
+                  std::string base_makeflags);
 
   JobserverStyle style_;
   int parallelism_;
   std::string directory_;
+  int directory_lock_;          // the directory, open and flocked while this server lives (-1: could not lock)
   std::string base_makeflags_;  // the inherited MAKEFLAGS without -j or jobserver words
   std::vector<std::pair<std::string, std::string>> also_rewritten_;  // name, inherited value stripped likewise
   uint64_t next_channel_ = 0;
@@ -58,8 +61,13 @@ class JobserverServer {
 std::string StripJobserverWords(std::string_view makeflags);
 // What a job gets: the stripped flags, then ` -jN --jobserver-auth=AUTH`.
 std::string JobMakeflags(const std::string& stripped, int parallelism, const std::string& auth);
-// Removes headroom-jobserver-<pid>-* directories under `temp_dir` that belong to this user and to a pid that
-// no longer runs (a build killed by SIGKILL). Returns how many were removed.
+// A directory untouched for this long (a job's fifo made or removed in it touches it) may be stale.
+inline constexpr int64_t kStaleJobserverDirAgeS = 600;
+// Removes headroom-jobserver-<pid>-* directories under `temp_dir` left by a build killed by SIGKILL: this user's,
+// whose pid does not run here, that no live server holds locked (a flock the server keeps for its lifetime, seen
+// across pid namespaces: two containers sharing /tmp see each other's pids as dead), and untouched for
+// kStaleJobserverDirAgeS (a directory a server has made but not yet locked, or one of an older headroom that
+// took no lock). Returns how many were removed.
 int RemoveStaleJobserverDirs(const std::string& temp_dir);
 
 }  // namespace headroom
