@@ -23,7 +23,8 @@ unit_filter='RealCgroupTest.*:JobMeterRealTest.*:ProcessRunnerTest.JobIsBornInAG
 # RecycledCgroupMeasuresTheNextJobAlone needs memory.peak to be resettable (Linux >= 6.12; the VM's Debian 12 kernel is
 # 6.1, where headroom rightly stops recycling and spare_count() stays 0).
 unit_filter+=':-RealCgroupTest.SystemCounterGivesWeakEvidenceWithoutAJobCgroup:RealCgroupTest.RecycledCgroupMeasuresTheNextJobAlone'
-e2e_suites=(test_memory_box.py test_guard_enomem.py test_guard_early_start.py test_guard_rise_bets.py)
+e2e_suites=(test_memory_box.py test_guard_enomem.py test_guard_early_start.py test_guard_rise_bets.py
+            test_guard_shared.py)
 # Left out of the lane unless --full (TCG timings of a loaded 2-core host; the whole lane is then ~9 min, not ~4):
 # - three admission tests that run the same on v1 in the plain stage, 60-100 s each under TCG (the v2 guard's cap is in
 #   the tests that stay: the cold graph that needs the guard, the job larger than the box, enomem, early start); one of
@@ -86,7 +87,8 @@ fi
 # --- Inside the VM. ---------------------------------------------------------------------------------------------------
 [ -f /sys/fs/cgroup/cgroup.controllers ] && grep -qw memory /sys/fs/cgroup/cgroup.controllers ||
   { echo "test-v2: no cgroup v2 memory controller here" >&2; exit 2; }
-export CI=1 HEADROOM_BIN="$build/headroom" PYTHONDONTWRITEBYTECODE=1
+# HEADROOM_V2_LANE=1: a test for v2 only fails instead of skipping when it finds v1 (tests/e2e/test_guard_shared.py).
+export CI=1 HEADROOM_V2_LANE=1 HEADROOM_BIN="$build/headroom" PYTHONDONTWRITEBYTECODE=1
 # The guest's HOME is on the read-only host filesystem: the per-user store goes to the guest's /tmp.
 export XDG_CACHE_HOME="$(mktemp -d /tmp/headroom-v2-cache.XXXXXX)"
 "$HEADROOM_BIN" --version >/dev/null || { echo "test-v2: $HEADROOM_BIN does not run here" >&2; exit 2; }
