@@ -88,6 +88,16 @@ void RemoveGroupsWhenEmpty(const GuardUndoPlan& plan) {
     MoveCgroupTreeProcesses(plan.build_dir, plan.evacuate_dir, &ignored);
     RemoveCgroupTree(plan.build_dir);
     rmdir(plan.group_dir.c_str());  // fails while other builds are inside: they are not done
+    if (plan.version == CgroupVersion::kV2) {
+      // The orphans now live in the leaf; once they have ended, the leaf goes too when nothing else needs it.
+      const std::string home = plan.evacuate_dir.substr(0, plan.evacuate_dir.rfind('/'));
+      auto others_in_leaf = [&] {
+        const std::vector<pid_t> pids = CgroupPids(plan.evacuate_dir);
+        return std::any_of(pids.begin(), pids.end(), [](pid_t pid) { return pid != getpid(); });
+      };
+      while (others_in_leaf() && CgroupChildren(home) == std::vector<std::string>{plan.evacuate_dir}) usleep(500'000);
+      UndoUnusedLeafV2(home);
+    }
     return;
   }
   const std::string& build = plan.build_dir.empty() ? plan.group_dir : plan.build_dir;

@@ -99,6 +99,20 @@ int SweepStaleBuildGroups(const std::string& dir) {
   return removed;
 }
 
+bool UndoUnusedLeafV2(const std::string& home) {
+  const std::string leaf = home + "/" + std::string(kLeafGroupName);
+  const pid_t self = getpid();
+  std::vector<pid_t> in_leaf = CgroupPids(leaf);
+  if (access(leaf.c_str(), F_OK) != 0 || CgroupChildren(home) != std::vector<std::string>{leaf}) return false;
+  for (pid_t pid : in_leaf) {
+    if (pid != self) return false;
+  }
+  std::string ignored;
+  if (!WriteWholeFile(home + "/cgroup.subtree_control", "-memory", &ignored)) return false;
+  if (!in_leaf.empty() && !WriteWholeFile(home + "/cgroup.procs", std::to_string(self), &ignored)) return false;
+  return rmdir(leaf.c_str()) == 0;
+}
+
 CgroupDirLock::CgroupDirLock(const std::string& dir)
     : fd_(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {}
 

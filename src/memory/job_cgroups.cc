@@ -121,16 +121,12 @@ bool JobCgroups::MoveIntoLeafV2(std::string* err) {
   if (!MakeDir(leaf, err)) return false;
   leaf_dir_ = leaf;
   constexpr int kMaxPasses = 100;
-  const pid_t self = getpid();
   for (int pass = 0; pass < kMaxPasses; ++pass) {
     for (pid_t pid : CgroupPids(home_dir_)) {
       std::string ignored;  // one that exited meanwhile is no longer there to move
-      if (WriteWholeFile(leaf + "/cgroup.procs", std::to_string(pid), &ignored) && pid != self) moved_others_ = true;
+      WriteWholeFile(leaf + "/cgroup.procs", std::to_string(pid), &ignored);
     }
-    if (EnableMemoryV2(home_dir_, err)) {
-      enabled_home_memory_ = true;
-      return true;
-    }
+    if (EnableMemoryV2(home_dir_, err)) return true;
   }
   return false;
 }
@@ -150,7 +146,7 @@ bool JobCgroups::SetUpV2(std::string* err) {
   }
   std::string first_err;
   if (EnableMemoryV2(home_dir_, &first_err)) {
-    enabled_home_memory_ = true;
+    // Handed down already, or this build is alone in a group with no process (a delegated scope's child).
   } else if (!options_.v2_move_self_to_leaf || !MoveIntoLeafV2(err)) {
     if (err->empty()) *err = first_err;
     return false;
@@ -231,18 +227,12 @@ void JobCgroups::RemoveOrEvacuate(const std::string& dir, const std::string& eva
   RemoveCgroupTree(dir);
 }
 
-// v2: a leaf that holds only this process, beside which nothing else was made, is undone (memory handed back,
-// this process back in its cgroup) so an ordinary build leaves the cgroup as it found it. One that took in other
-// processes stays: it is now their cgroup.
+// v2: a leaf that holds only this process (the processes moved with it, by this build or another, have ended),
+// beside which nothing is left, is undone so that the cgroup is left as it was found (UndoUnusedLeafV2). One that
+// still holds other processes stays: it is now their cgroup.
 void JobCgroups::RemoveLeafIfOnlyOurs() {
-  if (leaf_dir_.empty() || moved_others_ || !enabled_home_memory_) return;
-  std::vector<pid_t> in_leaf = CgroupPids(leaf_dir_);
-  std::vector<std::string> children = CgroupChildren(home_dir_);
-  if (in_leaf != std::vector<pid_t>{getpid()} || children != std::vector<std::string>{leaf_dir_}) return;
-  std::string ignored;
-  if (!WriteWholeFile(home_dir_ + "/cgroup.subtree_control", "-memory", &ignored)) return;
-  if (!WriteWholeFile(home_dir_ + "/cgroup.procs", std::to_string(getpid()), &ignored)) return;
-  RemoveDir(leaf_dir_, &ignored);
+  if (options_.version != CgroupVersion::kV2) return;
+  UndoUnusedLeafV2(home_dir_);
 }
 
 JobCgroups::~JobCgroups() {

@@ -44,6 +44,12 @@ bool ProcessAlive(pid_t pid);
 // Returns how many it removed.
 int SweepStaleBuildGroups(const std::string& dir);
 
+// v2: undoes a headroom leaf of `home` that nothing needs any more, leaving the cgroup as it was before a build moved
+// processes into it: when <home>/headroom.leaf holds no process but this one and nothing else was made beside it,
+// the memory controller is handed back ("-memory"), this process moves back into home, and the leaf goes. false when
+// anything of that could not be done (the leaf then stays, harmless: a normal child cgroup).
+bool UndoUnusedLeafV2(const std::string& home);
+
 // An exclusive flock(2) on a cgroup directory: cgroupfs holds no regular files, but a directory's descriptor can
 // be locked, and every process that sees the group (a container's cgroup namespace included) locks the same
 // inode. Released by Unlock, by closing, and by the kernel when the holder dies.

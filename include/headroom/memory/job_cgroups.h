@@ -139,8 +139,6 @@ class JobCgroups {
   std::string home_dir_;           // where the shared (or build) group is made: parent_dir, or its parent when
                                    // parent_dir is a headroom leaf
   std::string leaf_dir_;           // v2: the leaf this build moved processes into ("" when it moved none)
-  bool moved_others_ = false;      // v2: other processes than this one went into the leaf
-  bool enabled_home_memory_ = false;  // v2: this build wrote +memory to the home's subtree_control
   std::string freezer_build_dir_;
   std::map<int, Job> jobs_;
   std::vector<Job> spare_;
