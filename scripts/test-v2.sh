@@ -25,7 +25,7 @@ unit_filter='RealCgroupTest.*:JobMeterRealTest.*:ProcessRunnerTest.JobIsBornInAG
 unit_filter+=':-RealCgroupTest.SystemCounterGivesWeakEvidenceWithoutAJobCgroup:RealCgroupTest.RecycledCgroupMeasuresTheNextJobAlone'
 e2e_suites=(test_memory_box.py test_guard_enomem.py test_guard_early_start.py test_guard_rise_bets.py
             test_guard_shared.py)
-# Left out of the lane unless --full (TCG timings of a loaded 2-core host; the whole lane is then ~9 min, not ~4):
+# Left out of the lane unless --full (TCG timings on a loaded 2-core host; with them the lane takes ~5 min more):
 # - three admission tests that run the same on v1 in the plain stage, 60-100 s each under TCG (the v2 guard's cap is in
 #   the tests that stay: the cold graph that needs the guard, the job larger than the box, enomem, early start); one of
 #   them, test_second_build_uses_what_the_first_learned, fails on v2: the warm build is killed by the guard above
