@@ -312,12 +312,14 @@ bool MemoryController::MayStart(Edge* edge, size_t running) {
   // The pass keeps memory for a head that waits for it from jobs that would delay it (AdmissionPass).
   const AdmissionDecision decision = pass_->Consider(CandidateFor(edge, state, now));
   if (decision.admit) {
+    if (pass_waits_ == 0) PublishHeadWait(0);
     NoteAdmitted(edge, state, decision, now);
     return true;
   }
   if (decision.wait == WaitKind::kCpu) {
     NoteCpuWait(edge, state, decision);
   } else {
+    if (pass_waits_ == 0) PublishHeadWait(NeedOtherBuildsShouldLeave(state));
     NoteWait(edge, state, decision, now);
   }
   ++pass_waits_;

@@ -95,6 +95,7 @@ void MemoryController::RefreshOtherBuilds(int64_t now) {
   others_read_ms_ = now;
   const std::string scope = parts_.probe->BindingCgroup();
   others_owed_ = 0;
+  others_waiting_ = 0;
   other_builds_ = 0;
   other_builds_busy_ = 0;
   nested_owed_.clear();
@@ -108,6 +109,7 @@ void MemoryController::RefreshOtherBuilds(int64_t now) {
     }
     if (!scope.empty() && !CgroupPathWithin(entry.cgroup, scope)) continue;
     others_owed_ = SaturatingAdd(others_owed_, entry.owed_bytes);
+    others_waiting_ = SaturatingAdd(others_waiting_, entry.waiting_bytes);
     ++other_builds_;
     if (entry.owed_bytes > 0 || entry.used_bytes > 0) ++other_builds_busy_;
   }
@@ -121,7 +123,10 @@ void MemoryController::RefreshOtherBuilds(int64_t now) {
 void MemoryController::ShareWithOtherBuilds(MemoryReading* reading, int64_t now) {
   if (!ledger_) return;
   RefreshOtherBuilds(now);
-  reading->available_bytes = reading->available_bytes > others_owed_ ? reading->available_bytes - others_owed_ : 0;
+  // A waiting head of another build (nothing of its own runs, or it must run alone) is left room too, so that the
+  // builds running jobs do not take every byte their jobs give back before it can (it polls; they never wait).
+  const uint64_t held = SaturatingAdd(others_owed_, others_waiting_);
+  reading->available_bytes = reading->available_bytes > held ? reading->available_bytes - held : 0;
   reading->other_builds_busy = HoldBackForOthers(now) ? other_builds_busy_ : 0;
   held_for_others_ = reading->other_builds_busy;
 }
@@ -162,9 +167,20 @@ void MemoryController::AddOuterJobVariable(JobStartOptions* options) const {
 }
 
 std::string MemoryController::OtherBuildsNote() const {
-  if (others_owed_ == 0) return "";
+  const uint64_t held = SaturatingAdd(others_owed_, others_waiting_);
+  if (held == 0) return "";
   return " (" + std::to_string(other_builds_) + (other_builds_ == 1 ? " other headroom build reserves " : " other headroom builds reserve ") +
-         FormatBytes(others_owed_) + " more)";
+         FormatBytes(held) + " more)";
+}
+
+uint64_t MemoryController::NeedOtherBuildsShouldLeave(const EdgeState& head) const {
+  return running_.empty() || head.must_run_alone ? head.estimate.peak_bytes : 0;
+}
+
+void MemoryController::PublishHeadWait(uint64_t need) {
+  if (!ledger_ || need == ledger_self_.waiting_bytes) return;
+  ledger_self_.waiting_bytes = need;
+  PublishToLedger();
 }
 
 }  // namespace headroom

@@ -154,6 +154,7 @@ enum KeyBit : unsigned {
   kKeyUsed = 1u << 6,
   kKeyBudget = 1u << 7,
   kKeyUpdated = 1u << 8,
+  kKeyWaiting = 1u << 9,
 };
 
 // Applies one key=value pair to *entry. Unknown keys are accepted and ignored (a newer writer's additions).
@@ -188,6 +189,10 @@ bool ApplyField(std::string_view key, std::string_view value, LedgerEntry* entry
     if (!mark(kKeyParentJob)) return false;
     if (!ParseSigned(value, &entry->parent_job)) return bad_value();
     entry->parent_job = std::max<int64_t>(entry->parent_job, -1);
+  } else if (key == "waiting") {  // optional: entries written before it was added wait for nothing
+    if (!mark(kKeyWaiting)) return false;
+    if (!ParseUnsigned(value, &number)) return bad_value();
+    entry->waiting_bytes = ClampClaim(number);
   } else if (key == "owed" || key == "used" || key == "budget") {
     if (!mark(key == "owed" ? kKeyOwed : key == "used" ? kKeyUsed : kKeyBudget)) return false;
     if (!ParseUnsigned(value, &number)) return bad_value();  // a negative figure is malformed, not zero
@@ -443,10 +448,11 @@ uint64_t LedgerRecordChecksum(std::string_view body) {
 
 std::string FormatLedgerRecord(const LedgerEntry& entry) {
   const std::string body = fmt::format(
-      "{} {} id={} pid={} cgroup={} parent_id={} parent_job={} owed={} used={} budget={} updated_ms={}", kMagic,
-      kFormatVersion, PercentEncode(entry.id), entry.pid, PercentEncode(entry.cgroup), PercentEncode(entry.parent_id),
-      std::max<int64_t>(entry.parent_job, -1), ClampClaim(entry.owed_bytes), ClampClaim(entry.used_bytes),
-      ClampClaim(entry.budget_bytes), std::max<int64_t>(entry.updated_ms, 0));
+      "{} {} id={} pid={} cgroup={} parent_id={} parent_job={} owed={} used={} budget={} updated_ms={} waiting={}",
+      kMagic, kFormatVersion, PercentEncode(entry.id), entry.pid, PercentEncode(entry.cgroup),
+      PercentEncode(entry.parent_id), std::max<int64_t>(entry.parent_job, -1), ClampClaim(entry.owed_bytes),
+      ClampClaim(entry.used_bytes), ClampClaim(entry.budget_bytes), std::max<int64_t>(entry.updated_ms, 0),
+      ClampClaim(entry.waiting_bytes));
   return fmt::format("{} sum={:016x}", body, LedgerRecordChecksum(body));
 }
 
@@ -481,6 +487,7 @@ std::unique_ptr<BuildLedger> BuildLedger::Open(const std::string& dir, const Led
   entry.owed_bytes = ClampClaim(entry.owed_bytes);
   entry.used_bytes = ClampClaim(entry.used_bytes);
   entry.budget_bytes = ClampClaim(entry.budget_bytes);
+  entry.waiting_bytes = ClampClaim(entry.waiting_bytes);
   if (entry.updated_ms <= 0) entry.updated_ms = MonotonicMs();
   if (!IsSafeId(entry.id)) {
     *err = fmt::format("build id '{}' cannot name a ledger entry", entry.id.substr(0, 200));
@@ -533,8 +540,9 @@ bool BuildLedger::Publish(const LedgerEntry& self) {
   next.owed_bytes = ClampClaim(self.owed_bytes);
   next.used_bytes = ClampClaim(self.used_bytes);
   next.budget_bytes = ClampClaim(self.budget_bytes);
+  next.waiting_bytes = ClampClaim(self.waiting_bytes);
   if (next.owed_bytes == self_.owed_bytes && next.used_bytes == self_.used_bytes &&
-      next.budget_bytes == self_.budget_bytes) {
+      next.budget_bytes == self_.budget_bytes && next.waiting_bytes == self_.waiting_bytes) {
     return true;
   }
   next.updated_ms = self.updated_ms > 0 ? self.updated_ms : MonotonicMs();

@@ -186,6 +186,7 @@ TEST(LedgerRecordTest, RoundTripsEveryField) {
   entry.owed_bytes = 3ull << 30;
   entry.used_bytes = 5ull << 20;
   entry.budget_bytes = 64ull << 30;
+  entry.waiting_bytes = 7ull << 30;
   entry.updated_ms = 123456789;
   const std::string text = FormatLedgerRecord(entry);
   EXPECT_EQ(text.rfind("headroom-ledger 1 ", 0), 0u) << text;
@@ -203,6 +204,7 @@ TEST(LedgerRecordTest, RoundTripsEveryField) {
   EXPECT_EQ(parsed.used_bytes, entry.used_bytes);
   EXPECT_EQ(parsed.budget_bytes, entry.budget_bytes);
   EXPECT_EQ(parsed.updated_ms, entry.updated_ms);
+  EXPECT_EQ(parsed.waiting_bytes, entry.waiting_bytes);
   EXPECT_EQ(parsed.uid, 42u);
 }
 
@@ -216,6 +218,7 @@ TEST(LedgerRecordTest, ReadsLaterVersionsAndIgnoresUnknownKeys) {
   EXPECT_EQ(parsed.owed_bytes, 100u);
   EXPECT_EQ(parsed.parent_job, -1);
   EXPECT_EQ(parsed.cgroup, "");
+  EXPECT_EQ(parsed.waiting_bytes, 0u);  // written before `waiting` existed: waits for nothing
 }
 
 TEST(LedgerRecordTest, ClampsHugeFigures) {

@@ -286,15 +286,36 @@ TEST_F(MemoryControllerLedgerTest, WithNothingOfItsOwnRunningABuildWaitsForAnoth
   SetUpMachine(4 * kGiBytes);
   auto other = OtherBuild(3 * kGiBytes, "/");  // its jobs will still grow by 3 GiB: 1 GiB is left here
   int idle_waits = 0;
+  uint64_t published_waiting = 0;
   runner_.on_idle_wait = [&]() {
+    if (idle_waits == 0) {
+      std::vector<LedgerEntry> seen = other->Others();  // what the other build reads of this one
+      if (seen.size() == 1) published_waiting = seen[0].waiting_bytes;
+    }
     if (++idle_waits == 3) other.reset();  // the other build ends
     clock_.now_ms += 200;
   };
   Build(1, "2G", 4);
   EXPECT_EQ(3, idle_waits);
+  EXPECT_EQ(2 * kGiBytes, published_waiting);  // it asked the other build to leave its job's 2 GiB free
   EXPECT_EQ(1u, runner_.commands_run.size());
   EXPECT_EQ(0, decisions_.over_budget_starts);
   EXPECT_EQ(1, decisions_.jobs_waited);
+}
+
+// Another build waits for memory with nothing of its own running: what its next job needs is left free for it, so
+// that this build does not take every byte its jobs give back before that build's poll can.
+TEST_F(MemoryControllerLedgerTest, AnotherBuildsWaitingHeadIsLeftRoom) {
+  SetUpMachine(8 * kGiBytes);
+  LedgerEntry waiting;
+  waiting.id = "waiting-1";
+  waiting.cgroup = "/";
+  waiting.waiting_bytes = 3 * kGiBytes;
+  std::string err;
+  auto other = BuildLedger::Open(ledger_dir_, waiting, &err);
+  ASSERT_NE(nullptr, other) << err;
+  Build(6, "1536M", 8);
+  EXPECT_EQ(3u, runner_.max_running);  // 8 - 3 - 0.5 reserve: three 1.5 GiB jobs
 }
 
 TEST_F(MemoryControllerLedgerTest, WithoutALedgerDirectoryJobsGetNoOuterJobVariable) {

@@ -249,6 +249,11 @@ class MemoryController : public JobController {
   void AddOuterJobVariable(JobStartOptions* options) const;
   // "; other headroom builds reserve 1.2 GiB of it" while they do, for a wait's explanation; "" otherwise.
   std::string OtherBuildsNote() const;
+  // What other builds should leave free for this build's waiting head (LedgerEntry::waiting_bytes): its estimate
+  // while nothing of this build runs or it must run alone after memory failures, else 0. Published when it changes.
+  uint64_t NeedOtherBuildsShouldLeave(const EdgeState& head) const;
+  void PublishHeadWait(uint64_t need);
+  uint64_t others_waiting_ = 0;     // what other builds' waiting heads need left free (LedgerEntry::waiting_bytes)
   std::unique_ptr<BuildLedger> ledger_;
   LedgerEntry ledger_self_;
   std::map<int, uint64_t> nested_owed_;  // by meter key: what builds nested in that job owe

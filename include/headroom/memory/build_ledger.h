@@ -26,6 +26,9 @@ struct LedgerEntry {
   uint64_t owed_bytes = 0;   // what its running jobs are still expected to grow by
   uint64_t used_bytes = 0;   // what its running jobs hold now (informational, for -t memstats/--report)
   uint64_t budget_bytes = 0; // its budget (informational)
+  // What its next job needs while it waits for memory that other builds hold (nothing of its own runs, or the job
+  // must run alone after memory failures): the other builds leave that much free for it (0: none waits so).
+  uint64_t waiting_bytes = 0;
   int64_t updated_ms = 0;    // CLOCK_MONOTONIC ms of the last publish (system-wide clock)
 };
 
