@@ -78,6 +78,13 @@ void MemoryController::EnsureGuard() {
     guarded.guarded = true;
     guarded.early_starts = true;  // a lost bet is a pause (or at worst a requeue), never a kernel OOM kill
     guarded.rise_bets = true;     // likewise: a job that rises faster than before meets the safety net
+    // v2: the kernel throttles the build above memory.high, where the guard then kills, so that (not the cap above
+    // it) is what admission may plan on; a warm build filled to the budget was killed there every time.
+    if (const uint64_t high = guard_->high_bytes(); high > 0 && high < budget_bytes_) {
+      budget_bytes_ = high;
+      guarded.budget_bytes = high;
+      decisions_.budget_bytes = high;
+    }
     policy_ = AdmissionPolicy(guarded);
     decisions_.reserve_bytes = policy_.Reserve(budget_bytes_);
   }
