@@ -33,6 +33,7 @@ class Box:
 
     def __init__(self, name, box_mb):
         self.path = os.path.join(mb.own_memcg(), name)
+        self._empty_leftover()
         mb.rm_cgroup_tree(self.path)
         os.mkdir(self.path)
         for knob in ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes"):
@@ -46,6 +47,23 @@ class Box:
         self.log0 = mb.kernel_log_oom_kills()
         self.thread = threading.Thread(target=self._poll, daemon=True)
         self.thread.start()
+
+    def _empty_leftover(self):
+        """A box an interrupted run left behind may still hold its builds: end them so the box can go."""
+        for _ in range(100):
+            pids = []
+            for root, _, files in os.walk(self.path):
+                if "cgroup.procs" in files:
+                    with open(os.path.join(root, "cgroup.procs")) as f:
+                        pids += [int(p) for p in f.read().split()]
+            if not pids:
+                return
+            for pid in pids:
+                try:
+                    os.kill(pid, 9)
+                except OSError:
+                    pass
+            time.sleep(0.05)
 
     def _poll_once(self):
         for root, dirs, _ in os.walk(self.path):
