@@ -608,6 +608,7 @@ bool MemoryController::JobFinished(Edge* edge, JobExit* exit) {
                exit->ExitStatusCode());
   if (timeline_ && exec_mode_hooks_.run_mode) timeline_->SetExecMode(running.timeline_job, exec_mode_hooks_.run_mode(edge));
   slot_costs_.JobEnded(exit->id, record.peak_bytes);  // a job that held slots teaches what one costs
+  if (running.safety_killed) EndKillTurnOnceVictimsEnded();
   nested_owed_.erase(running.meter_key);
   PublishToLedger();
   std::string learn_error, hint;
@@ -740,6 +741,17 @@ void MemoryController::CheckGuard(int64_t now, ProcessRunner* runner) {
   ++decisions_.guard_kills;
   ApplySafetyAction(SafetyAction{SafetyAction::Kind::kKill, *victim, check.detail + "; killing the youngest job"},
                     runner);
+}
+
+// A build's turn to kill in a shared guard group ends with its last victim, here and not only at its next tick: a
+// build whose victim was its last running job ticks no more, and kept the turn (and every other build from ending
+// the group's stall) for good; seen with four concurrent builds in one box.
+void MemoryController::EndKillTurnOnceVictimsEnded() {
+  if (!guard_active()) return;
+  for (const auto& [id, other] : running_) {
+    if (other.safety_killed) return;
+  }
+  guard_->EndKillTurn();
 }
 
 // Interrupt-like ends (as the builder reads them) stop the build; they are never retried.

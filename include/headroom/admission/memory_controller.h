@@ -219,6 +219,7 @@ class MemoryController : public JobController {
   bool guard_considered_ = false;
   MemoryReading first_reading_;      // the reading the budget was fixed from
   void CheckGuard(int64_t now, ProcessRunner* runner);
+  void EndKillTurnOnceVictimsEnded();
   void ReleaseGuardForAbort();
   // The job failed (not killed by headroom or the kernel) and the guard's limit was hit while it ran, for
   // the first time for this edge: the failure may be the cap's doing (a tmpfs write gets ENOMEM there).
