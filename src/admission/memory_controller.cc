@@ -725,11 +725,21 @@ void MemoryController::CheckGuard(int64_t now, ProcessRunner* runner) {
     guard_stalled_ = false;
     return;
   }
-  if (!guard_stalled_) ++decisions_.guard_stalls;
+  if (!guard_stalled_) {
+    ++decisions_.guard_stalls;
+    guard_stalled_since_ms_ = now;
+  }
   guard_stalled_ = true;
-  // Every build in the group sees this stall; while another one's victim is still dying, this one waits.
-  if (!kill_in_flight && !guard_->TakeKillTurn()) return;
-  const std::vector<RunningJob> jobs = RunningJobs();
+  const int64_t stalled_for = now - guard_stalled_since_ms_;
+  // Every build in the group sees this stall; while another one's victim is still dying, this one waits, but not
+  // for ever: a turn held past kMaxTurnWaitMs (a victim that does not die) no longer stops this build acting.
+  if (!kill_in_flight && !guard_->TakeKillTurn() && stalled_for < kMaxTurnWaitMs) return;
+  std::vector<RunningJob> jobs = RunningJobs();
+  // A job running a nested headroom build: that build's guard sees the stall too (v1 marks every group below the
+  // one at its limit) and kills one of its own jobs, which costs far less than the whole nested build.
+  if (!nested_owed_.empty() && stalled_for < kNestedBuildDeferMs) {
+    std::erase_if(jobs, [this](const RunningJob& job) { return nested_owed_.count(static_cast<int>(job.id)) > 0; });
+  }
   const uint64_t meaningful = guard_->limit_bytes() / 32;
   // In a shared group the youngest job holding real memory pays, whichever build runs it.
   const bool defer = !kill_in_flight && guard_->AnotherBuildShouldPay(meaningful, now);

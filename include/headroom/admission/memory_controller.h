@@ -220,6 +220,9 @@ class MemoryController : public JobController {
   MemoryReading first_reading_;      // the reading the budget was fixed from
   void CheckGuard(int64_t now, ProcessRunner* runner);
   void EndKillTurnOnceVictimsEnded();
+  int64_t guard_stalled_since_ms_ = -1;  // when the current stall began
+  static constexpr int64_t kMaxTurnWaitMs = 5000;
+  static constexpr int64_t kNestedBuildDeferMs = 2000;
   void ReleaseGuardForAbort();
   // The job failed (not killed by headroom or the kernel) and the guard's limit was hit while it ran, for
   // the first time for this edge: the failure may be the cap's doing (a tmpfs write gets ENOMEM there).
