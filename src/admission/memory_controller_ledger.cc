@@ -109,9 +109,12 @@ void MemoryController::RefreshOtherBuilds(int64_t now) {
     }
     if (!scope.empty() && !CgroupPathWithin(entry.cgroup, scope)) continue;
     others_owed_ = SaturatingAdd(others_owed_, entry.owed_bytes);
-    others_waiting_ = SaturatingAdd(others_waiting_, entry.waiting_bytes);
     ++other_builds_;
-    if (entry.owed_bytes > 0 || entry.used_bytes > 0) ++other_builds_busy_;
+    // The build this one runs in as a job: what it holds includes this build, and what its waiting head waits for
+    // may be this very job's end (a job that must run alone), so neither may hold this build back.
+    const bool outer = !ledger_self_.parent_id.empty() && entry.id == ledger_self_.parent_id;
+    if (!outer) others_waiting_ = SaturatingAdd(others_waiting_, entry.waiting_bytes);
+    if (entry.owed_bytes > 0 || (entry.used_bytes > 0 && !outer)) ++other_builds_busy_;
   }
   decisions_.other_builds_most = std::max(decisions_.other_builds_most, other_builds_);
   decisions_.others_owed_most = std::max(decisions_.others_owed_most, others_owed_);

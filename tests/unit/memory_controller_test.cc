@@ -318,6 +318,26 @@ TEST_F(MemoryControllerLedgerTest, AnotherBuildsWaitingHeadIsLeftRoom) {
   EXPECT_EQ(3u, runner_.max_running);  // 8 - 3 - 0.5 reserve: three 1.5 GiB jobs
 }
 
+// A build run as a job of another: the outer build's waiting head may wait for this very job to end (it must run
+// alone), and what the outer build holds includes this build, so neither holds this build back.
+TEST_F(MemoryControllerLedgerTest, ANestedBuildIsNotHeldBackByItsOuterBuildsWaitingHead) {
+  SetUpMachine(8 * kGiBytes);
+  LedgerEntry outer_entry;
+  outer_entry.id = "outer-1";
+  outer_entry.cgroup = "/";
+  outer_entry.used_bytes = 1 * kGiBytes;
+  outer_entry.waiting_bytes = 6 * kGiBytes;
+  std::string err;
+  auto outer = BuildLedger::Open(ledger_dir_, outer_entry, &err);
+  ASSERT_NE(nullptr, outer) << err;
+  setenv("HEADROOM_OUTER_JOB", "outer-1:3", 1);
+  runner_.on_idle_wait = [&]() { clock_.now_ms += 200; };  // were it held back, its idle wait would run out
+  Build(6, "1536M", 8);
+  unsetenv("HEADROOM_OUTER_JOB");
+  EXPECT_EQ(5u, runner_.max_running);  // as if alone: 8 - 0.5 reserve holds five
+  EXPECT_EQ(0, decisions_.over_budget_starts);
+}
+
 TEST_F(MemoryControllerLedgerTest, WithoutALedgerDirectoryJobsGetNoOuterJobVariable) {
   ledger_dir_.clear();
   SetUpMachine(8 * kGiBytes);
