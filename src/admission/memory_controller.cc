@@ -643,7 +643,7 @@ bool MemoryController::HandleMemoryFailure(Edge* edge, EdgeState& state, const J
   state.settled = false;  // its kill is in the history now: the next look re-predicts
   const uint64_t peak = result.peak_bytes;
   RequeueDecision decision =
-      DecideRequeue(requeue.memory_failures, peak, state.estimate.peak_bytes, budget_bytes_, kind);
+      DecideRequeue(requeue.memory_failures, peak, state.estimate.peak_bytes, budget_bytes_, kind, RequeueFor(kind, peak));
   if (decision.kind == RequeueDecision::Kind::kGiveUp) {
     std::string reason = kind == MemoryFailureKind::kHeadroomKill ? "headroom stopped it to keep the machine alive"
                          : kind == MemoryFailureKind::kFailedAtLimit
@@ -751,6 +751,19 @@ void MemoryController::CheckGuard(int64_t now, ProcessRunner* runner) {
   ++decisions_.guard_kills;
   ApplySafetyAction(SafetyAction{SafetyAction::Kind::kKill, *victim, check.detail + "; killing the youngest job"},
                     runner);
+}
+
+// Beside other builds a headroom kill is no proof that a job cannot succeed: it is killed to make room for jobs of
+// builds that do not run "alone" with it. A job that held far less than the budget then gets more attempts (its
+// build publishes its need and the others leave it room, LedgerEntry::waiting_bytes); one that nearly fills the
+// budget, or a kernel kill, gives up as alone.
+RequeueConfig MemoryController::RequeueFor(MemoryFailureKind kind, uint64_t peak) const {
+  RequeueConfig config;
+  constexpr int kAttemptsBesideOtherBuilds = 8;
+  if (kind == MemoryFailureKind::kHeadroomKill && decisions_.other_builds_most > 0 && peak < budget_bytes_ / 2) {
+    config.max_attempts = kAttemptsBesideOtherBuilds;
+  }
+  return config;
 }
 
 // A build's turn to kill in a shared guard group ends with its last victim, here and not only at its next tick: a

@@ -220,6 +220,7 @@ class MemoryController : public JobController {
   MemoryReading first_reading_;      // the reading the budget was fixed from
   void CheckGuard(int64_t now, ProcessRunner* runner);
   void EndKillTurnOnceVictimsEnded();
+  RequeueConfig RequeueFor(MemoryFailureKind kind, uint64_t peak) const;
   int64_t guard_stalled_since_ms_ = -1;  // when the current stall began
   static constexpr int64_t kMaxTurnWaitMs = 5000;
   static constexpr int64_t kNestedBuildDeferMs = 2000;
