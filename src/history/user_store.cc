@@ -17,10 +17,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
-#include <chrono>
+#include <optional>
 #include <cstdlib>
 #include <cstring>
-#include <thread>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -76,28 +75,19 @@ class StoreLock {
     }
     struct stat st;
     if (fstat(fd_, &st) == 0) MakePrivate(fd_, st, 0600);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
-    while (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-      if (errno != EWOULDBLOCK && errno != EINTR) {
-        *error = fmt::format("cannot lock {}: {}", path, std::strerror(errno));
-        return;
-      }
-      if (std::chrono::steady_clock::now() >= deadline) {
-        *error = fmt::format("{} stayed locked for {} ms by another build", path, wait_ms);
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    locked_ = true;
+    std::string why;
+    lock_.emplace(fd_, wait_ms, &why);
+    if (!lock_->locked()) *error = fmt::format("{}: {}", path, why);
   }
   ~StoreLock() {
-    if (fd_ >= 0) close(fd_);  // closing releases the lock
+    lock_.reset();
+    if (fd_ >= 0) close(fd_);
   }
-  bool locked() const { return locked_; }
+  bool locked() const { return lock_ && lock_->locked(); }
 
  private:
   int fd_ = -1;
-  bool locked_ = false;
+  std::optional<PolledFileLock> lock_;
 };
 
 // Creates `dir` (0700) and the directories above it that are missing (0755, like mkdir -p: they hold nothing

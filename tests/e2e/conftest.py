@@ -42,6 +42,18 @@ def differential(tmp_path, e2e_config):
     return run
 
 
+# headroom alone in a workspace (tests of what ninja does not have: nothing to compare in self mode).
+@pytest.fixture
+def headroom(tmp_path, e2e_config):
+    if e2e_config.self_mode:
+        pytest.skip("headroom-only behaviour: nothing to check in self mode")
+    if not os.access(e2e_config.sut, os.X_OK):
+        pytest.fail("headroom binary %r does not exist (set HEADROOM_BIN)" % e2e_config.sut)
+    ws = harness.Workspace(tmp_path / "sut" / "w", "sut", e2e_config, e2e_config.sut)
+    yield ws
+    ws.cleanup()
+
+
 def pytest_report_header(config):
     ref = config.getoption("--ninja-ref") or harness.reference_binary()
     sut = config.getoption("--headroom-bin") or harness.headroom_binary()

@@ -24,17 +24,6 @@ def write_project(ws):
              "build gen.txt: touch\n")
 
 
-@pytest.fixture
-def headroom(tmp_path, e2e_config):
-    if e2e_config.self_mode:
-        pytest.skip("headroom-only behaviour: nothing to check in self mode")
-    if not os.access(e2e_config.sut, os.X_OK):
-        pytest.fail("headroom binary %r does not exist (set HEADROOM_BIN)" % e2e_config.sut)
-    ws = harness.Workspace(tmp_path / "sut" / "w", "sut", e2e_config, e2e_config.sut)
-    yield ws
-    ws.cleanup()
-
-
 def test_v5_log_from_ninja_1_11_is_kept_without_rebuild(headroom):
     """ninja 1.13.2 discards a 1.11 log ("too old; starting over") and rebuilds everything; headroom keeps
     reading and writing v5 so both tools share the build dir with no spurious rebuild."""

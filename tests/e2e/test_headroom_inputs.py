@@ -10,17 +10,6 @@ import harness
 SIMPLE = "rule t\n  command = echo $out >> cmds.log && touch $out\nbuild out: t\n"
 
 
-@pytest.fixture
-def headroom(tmp_path, e2e_config):
-    if e2e_config.self_mode:
-        pytest.skip("headroom-only behaviour: nothing to check in self mode")
-    if not os.access(e2e_config.sut, os.X_OK):
-        pytest.fail("headroom binary %r does not exist (set HEADROOM_BIN)" % e2e_config.sut)
-    ws = harness.Workspace(tmp_path / "sut" / "w", "sut", e2e_config, e2e_config.sut)
-    yield ws
-    ws.cleanup()
-
-
 @pytest.mark.parametrize("value", ["12", "0", "67108863", " 12 "])
 def test_a_budget_in_bytes_below_the_floor_is_refused(headroom, value):
     ws = headroom

@@ -222,6 +222,9 @@ class MemoryControllerLedgerTest : public MemoryControllerTest {
     entry.parent_id = parent_id;
     entry.parent_job = parent_job;
     entry.owed_bytes = owed;
+    return OpenEntry(entry);
+  }
+  std::unique_ptr<BuildLedger> OpenEntry(const LedgerEntry& entry) {
     std::string err;
     std::unique_ptr<BuildLedger> ledger = BuildLedger::Open(ledger_dir_, entry, &err);
     EXPECT_NE(nullptr, ledger) << err;
@@ -311,9 +314,7 @@ TEST_F(MemoryControllerLedgerTest, AnotherBuildsWaitingHeadIsLeftRoom) {
   waiting.id = "waiting-1";
   waiting.cgroup = "/";
   waiting.waiting_bytes = 3 * kGiBytes;
-  std::string err;
-  auto other = BuildLedger::Open(ledger_dir_, waiting, &err);
-  ASSERT_NE(nullptr, other) << err;
+  auto other = OpenEntry(waiting);
   Build(6, "1536M", 8);
   EXPECT_EQ(3u, runner_.max_running);  // 8 - 3 - 0.5 reserve: three 1.5 GiB jobs
 }
@@ -327,9 +328,7 @@ TEST_F(MemoryControllerLedgerTest, ANestedBuildIsNotHeldBackByItsOuterBuildsWait
   outer_entry.cgroup = "/";
   outer_entry.used_bytes = 1 * kGiBytes;
   outer_entry.waiting_bytes = 6 * kGiBytes;
-  std::string err;
-  auto outer = BuildLedger::Open(ledger_dir_, outer_entry, &err);
-  ASSERT_NE(nullptr, outer) << err;
+  auto outer = OpenEntry(outer_entry);
   setenv("HEADROOM_OUTER_JOB", "outer-1:3", 1);
   runner_.on_idle_wait = [&]() { clock_.now_ms += 200; };  // were it held back, its idle wait would run out
   Build(6, "1536M", 8);
