@@ -24,7 +24,7 @@ unit_filter='RealCgroupTest.*:JobMeterRealTest.*:ProcessRunnerTest.JobIsBornInAG
 # 6.1, where headroom rightly stops recycling and spare_count() stays 0).
 unit_filter+=':-RealCgroupTest.SystemCounterGivesWeakEvidenceWithoutAJobCgroup:RealCgroupTest.RecycledCgroupMeasuresTheNextJobAlone'
 e2e_suites=(test_memory_box.py test_guard_enomem.py test_guard_early_start.py test_guard_rise_bets.py
-            test_guard_shared.py)
+            test_guard_shared.py test_shared_builds.py)
 # Left out of the lane unless --full (TCG timings on a loaded 2-core host; with them the lane takes ~5 min more):
 # - three admission tests that run the same on v1 in the plain stage, 60-100 s each under TCG (the v2 guard's cap is in
 #   the tests that stay: the cold graph that needs the guard, the job larger than the box, enomem, early start); one of
