@@ -277,8 +277,10 @@ bool BuildGuard::ArmV2(std::string* err) {
   return true;
 }
 
-// A build alone in its group (no shared group) always caps it. In a shared group the first arming build caps it and
-// the others keep that cap (all of them derive it from the same enclosing limit); its figures become this build's.
+// A build alone in its group (no shared group) always caps it. In a shared group the first arming build caps it; a
+// later one keeps that cap, or raises it to its own limit when that is higher (a first build's small --mem-budget
+// must not bind a later build's larger one). Every build's limit is at most what was available when it began less
+// the margin, so the larger of two is still below the enclosing limit. The cap kept becomes this build's figures.
 bool BuildGuard::GroupIsCapped() {
   if (options_.build_dir.empty()) return false;
   std::string text, err;
@@ -286,6 +288,7 @@ bool BuildGuard::GroupIsCapped() {
   if (!ReadWholeFile(options_.group_dir + (v1 ? "/memory.limit_in_bytes" : "/memory.max"), &text, &err)) return false;
   std::optional<uint64_t> limit = ParseSingleNumber(text);  // v2 "max" parses as none
   if (!limit || (v1 && *limit >= kV1Unlimited)) return false;
+  if (*limit < options_.limit_bytes) return false;  // raised to this build's limit
   options_.limit_bytes = *limit;
   if (!v1 && ReadWholeFile(options_.group_dir + "/memory.high", &text, &err)) {
     if (std::optional<uint64_t> high = ParseSingleNumber(text)) high_bytes_ = std::min(*high, *limit);

@@ -147,6 +147,9 @@ bool JobCgroups::SetUpV2(std::string* err) {
   std::string first_err;
   if (EnableMemoryV2(home_dir_, &first_err)) {
     // Handed down already, or this build is alone in a group with no process (a delegated scope's child).
+  } else if (first_err.find(strerror(EBUSY)) == std::string::npos) {
+    *err = first_err;  // not "it holds processes" (EBUSY): no access, a read-only mount; moving would not help
+    return false;
   } else if (!options_.v2_move_self_to_leaf || !MoveIntoLeafV2(err)) {
     if (err->empty()) *err = first_err;
     return false;

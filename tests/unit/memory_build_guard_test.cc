@@ -425,6 +425,9 @@ class RealGuardTest : public ::testing::Test {
     HEADROOM_REQUIRE_OR_SKIP(layout.memory_version == CgroupVersion::kV1,
                              "needs a cgroup v1 memory controller (the v2 guard is tested over fake trees)");
     JobCgroupsOptions options = DefaultJobCgroupsOptions(layout);
+    // Not in the shared guard group: builds running beside the tests may have capped it with the OOM killer off,
+    // and groups made below it inherit that switch (a test expecting a kernel OOM kill would wait instead).
+    options.shared_group_name.clear();
     options.build_name = fmt::format("headroom-guard-test-{}", getpid());
     options.recycle_max_leftover_bytes = 0;
     // This process plays headroom, and a "dead" headroom here lives on: a prepared child of its would not die with

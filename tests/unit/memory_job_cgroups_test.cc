@@ -244,6 +244,9 @@ class RealCgroupTest : public ::testing::Test {
     layout_ = probe.layout();
     HEADROOM_REQUIRE_OR_SKIP(layout_.memory_version != CgroupVersion::kNone, "no cgroup memory controller");
     JobCgroupsOptions options = DefaultJobCgroupsOptions(layout_);
+    // Not in the shared guard group: builds running beside the tests may have capped it with the OOM killer off,
+    // and groups made below it inherit that switch (a test expecting a kernel OOM kill would wait instead).
+    options.shared_group_name.clear();
     options.build_name = fmt::format("headroom-test-{}-{}", getpid(), ++counter_);
     // These jobs are memhog processes that join their cgroup themselves, never handed to a prepared child
     // (prepared_launch_test.cc covers those); one waiting beside them would only add to their readings.
@@ -405,6 +408,9 @@ TEST(JobCgroupsPreparedTest, SparesKeepAPreparedChildThatTheNextJobIsHandedTo) {
   HEADROOM_REQUIRE_OR_SKIP(probe.layout().memory_version == CgroupVersion::kV1,
                            "needs a cgroup v1 memory controller (v2 jobs are born in their cgroup)");
   JobCgroupsOptions options = DefaultJobCgroupsOptions(probe.layout());
+  // Not in the shared guard group: builds running beside the tests may have capped it with the OOM killer off,
+  // and groups made below it inherit that switch (a test expecting a kernel OOM kill would wait instead).
+  options.shared_group_name.clear();
   EXPECT_EQ(options.prepare_launches, PreparedLaunch::Supported());
   HEADROOM_REQUIRE_OR_SKIP(geteuid() == 0, "needs root");
   if (!PreparedLaunch::Supported()) GTEST_SKIP() << "prepared launches are off in sanitized builds (asserted above)";

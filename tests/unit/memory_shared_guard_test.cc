@@ -78,13 +78,26 @@ TEST(SharedGuardTest, TheFirstBuildCapsTheGroupAndLaterOnesKeepItsCap) {
   EXPECT_TRUE(a->capped_group());
   EXPECT_EQ(ReadText(box.fake.Path("mem/box/headroom.guard/memory.limit_in_bytes")), std::to_string(300 * kMiB));
   EXPECT_EQ(ReadText(box.fake.Path("mem/box/headroom.guard/memory.oom_control")), "1");
-  // B's budget would allow more, but one cap holds for both: their sum can never pass the box's limit.
-  auto b = BuildGuard::Arm(box.Options(box.b_name, 500 * kMiB), &err);
+  // One cap holds for both, so their sum can never pass the box's limit; B's smaller limit does not lower it.
+  auto b = BuildGuard::Arm(box.Options(box.b_name, 200 * kMiB), &err);
   ASSERT_NE(b, nullptr) << err;
   EXPECT_FALSE(b->capped_group());
   EXPECT_EQ(b->limit_bytes(), 300 * kMiB);
   EXPECT_EQ(ReadText(box.fake.Path("mem/box/headroom.guard/memory.limit_in_bytes")), std::to_string(300 * kMiB));
   EXPECT_NE(b->Describe().find("300 MiB"), std::string::npos) << b->Describe();
+}
+
+// A first build's small --mem-budget must not bind a later build's larger one: the cap is raised, never lowered (each
+// build's limit is below what was available when it began, so the larger one is still below the box's limit).
+TEST(SharedGuardTest, ALaterBuildWithALargerLimitRaisesTheCap) {
+  FakeSharedV1 box;
+  std::string err;
+  auto a = BuildGuard::Arm(box.Options(box.a_name, 300 * kMiB), &err);
+  auto b = BuildGuard::Arm(box.Options(box.b_name, 500 * kMiB), &err);
+  ASSERT_TRUE(a && b) << err;
+  EXPECT_TRUE(b->capped_group());
+  EXPECT_EQ(b->limit_bytes(), 500 * kMiB);
+  EXPECT_EQ(ReadText(box.fake.Path("mem/box/headroom.guard/memory.limit_in_bytes")), std::to_string(500 * kMiB));
 }
 
 TEST(SharedGuardTest, OnlyTheLastBuildOutLiftsTheCap) {
@@ -157,13 +170,19 @@ TEST(SharedGuardTest, V2JoinersKeepTheFirstBuildsMaxAndHigh) {
   auto first = BuildGuard::Arm(options, &err);
   ASSERT_NE(first, nullptr) << err;
   EXPECT_EQ(ReadText(fake.Path("cg/headroom.guard/memory.high")), std::to_string(896 * kMiB));
-  options.limit_bytes = 4096 * kMiB;
+  options.limit_bytes = 512 * kMiB;
   auto second = BuildGuard::Arm(options, &err);
   ASSERT_NE(second, nullptr) << err;
   EXPECT_FALSE(second->capped_group());
   EXPECT_EQ(second->limit_bytes(), 1024 * kMiB);
   EXPECT_EQ(second->high_bytes(), 896 * kMiB);
   EXPECT_EQ(ReadText(fake.Path("cg/headroom.guard/memory.max")), std::to_string(1024 * kMiB));
+  options.limit_bytes = 2048 * kMiB;
+  auto third = BuildGuard::Arm(options, &err);
+  ASSERT_NE(third, nullptr) << err;
+  EXPECT_TRUE(third->capped_group()) << "raised";
+  EXPECT_EQ(ReadText(fake.Path("cg/headroom.guard/memory.max")), std::to_string(2048 * kMiB));
+  EXPECT_EQ(ReadText(fake.Path("cg/headroom.guard/memory.high")), std::to_string(1792 * kMiB));
 }
 
 // The youngest job holding real memory pays, whichever build runs it: this process (started long ago) plays build
@@ -415,7 +434,7 @@ TEST_F(RealSharedGuardTest, TwoBuildsShareOneCapAndTheLastOutRemovesIt) {
   ASSERT_EQ(a->guard_dir(), b->guard_dir());
   const std::string shared = a->guard_dir();
   BuildGuard* guard_a = Arm(a, 200 * kMiB);
-  BuildGuard* guard_b = Arm(b, 400 * kMiB);
+  BuildGuard* guard_b = Arm(b, 100 * kMiB);  // smaller: keeps A's cap
   ASSERT_TRUE(guard_a && guard_b);
   EXPECT_EQ(Limit(shared), 200 * kMiB);
   EXPECT_EQ(guard_b->limit_bytes(), 200 * kMiB);

@@ -28,7 +28,8 @@ struct BuildGuardOptions {
   std::string evacuate_dir;
   std::string v1_freezer_evacuate_dir;
   // v1 memory.limit_in_bytes, v2 memory.max, when this build is the first to cap the group; a build that finds
-  // it capped joins and keeps the cap it finds (limit_bytes() then says that one).
+  // it capped joins and keeps the cap it finds, or raises it to this when this is higher (limit_bytes() says
+  // which).
   uint64_t limit_bytes = 0;
   // v2: memory.high sits this far below memory.max (0: an eighth of the limit, at least 32 MiB), so the
   // kernel throttles the build and headroom has ticks to act before the group's OOM killer would.
@@ -97,7 +98,7 @@ class BuildGuard {
   // kills its own (the other build may be stopped, or never check again). Always false alone in the group.
   bool AnotherBuildShouldPay(uint64_t meaningful_bytes, int64_t now_ms);
   static constexpr int64_t kMaxDeferMs = 2000;
-  // This build capped the group (false: it joined a cap another build had set).
+  // This build capped (or raised the cap of) the group; false: it joined a cap another build had set.
   bool capped_group() const { return capped_group_; }
 
   bool armed() const { return armed_; }
