@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -26,7 +25,13 @@ constexpr std::string_view kTempInfix = ".tmp.";
 
 uint64_t RandomSuffix() {
   uint64_t value = 0;
-  if (getrandom(&value, sizeof value, GRND_NONBLOCK) == static_cast<ssize_t>(sizeof value)) return value;
+  // /dev/urandom rather than getrandom(2): the portable wheel targets glibc 2.17, which has no getrandom().
+  const int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    const bool read_all = read(fd, &value, sizeof value) == static_cast<ssize_t>(sizeof value);
+    close(fd);
+    if (read_all) return value;
+  }
   // No entropy yet (early boot): unpredictability matters less than uniqueness, which O_EXCL guarantees.
   return static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
          (static_cast<uint64_t>(getpid()) << 32);
