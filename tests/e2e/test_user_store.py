@@ -193,7 +193,7 @@ def test_read_only_store_is_used_but_not_written(tmp_path):
         store.chmod(0o555)
         r = build(["--trace=" + str(work / "t.json")], work)
         assert r.returncode == 0, r.stderr
-        # (As nobody there is also the usual note that per-job cgroups cannot be made: not about the store.)
+        # Only the store's own warning is looked at here (a build as nobody prints no other, but that is not this test's).
         about_store = [w for w in warnings(r.stderr) if "store" in w]
         assert len(about_store) == 1 and "read-only" in about_store[0], r.stderr
         assert set(sources(work / "t.json").values()) == {"edge history"}
