@@ -11,7 +11,8 @@
 Shapes (each a cold graph: 4 memhog jobs of --job-mb MiB, 2 processes each, ramp 200 ms, hold 500 ms, hinted at
 headroom_mem = 20M, built at -j4 with -d explain, so the guard is what keeps the box alive):
   1 alone        the build is the only process in the box
-  2 shared       a `sleep` started in the box first (a container's root cgroup with a shell in it)
+  2 shared       a `sleep` started in the box first (a container's root cgroup with a shell in it); once the
+                 build and then the sleep ended, a next build runs in the box (what it leaves is reported too)
   3 scope        the box is named hr-shape-session-1.scope, no delegate xattr (a terminal's session scope)
   4 nobody       the build runs as nobody, the box owned by root (no cgroup access)
   5 delegated    the build runs as nobody in a box chowned to nobody (v2: the dir, cgroup.procs,
@@ -167,6 +168,8 @@ class Build:
             "rc": "HANG" if self.hung else self.rc,
             "wall_s": self.wall,
             "guard": list(dict.fromkeys(m.group(1).strip() for m in GUARD_LINE.finditer(text))),
+            # This build's own -d explain line (stderr); "guard" also has a nested build's (its job's output).
+            "guard_own": list(dict.fromkeys(m.group(1).strip() for m in GUARD_LINE.finditer(self.err))),
             "guard_kills": len(re.findall(r"killed '[^']*' to save", text)),
             "stalled": "stalled at the limit" in text,
             "joined": [l for l in self.err.splitlines() if l.startswith("guard_shapes:")],
@@ -246,6 +249,20 @@ def run_shape(shape: int, args, work: Path, out: Path, headroom: str, memhog: st
             history_dirs = [root, inner]
             builds.append(Build("outer", box.argv([headroom, "-j1", "-d", "explain"]), root, env,
                                 out / "shape7-outer.log"))
+            # The outer build prints no guard line (memory never shapes its one job): read its cap off the box.
+            shared = box.path / "headroom.guard"
+            cap_file = shared / ("memory.limit_in_bytes" if box.version == "v1" else "memory.max")
+            outer_group = shared / ("headroom-%d" % builds[0].proc.pid)
+            for _ in range(3000):  # until the outer build made its group, 30 s at most
+                if outer_group.exists() or builds[0].proc.poll() is not None:
+                    break
+                time.sleep(0.01)
+            try:
+                cap = cap_file.read_text().strip()
+                result["outer_shared_group_cap_mib"] = int(cap) // MiB if cap.isdigit() else cap
+            except OSError as e:
+                result["outer_shared_group_cap_mib"] = "unreadable: %s" % e
+            result["outer_group_seen"] = outer_group.exists()
         for b in builds:
             b.finish(box, deadline)
         pids = [b.proc.pid for b in builds]
@@ -258,6 +275,15 @@ def run_shape(shape: int, args, work: Path, out: Path, headroom: str, memhog: st
             sharer.wait()
             time.sleep(2)
             result["groups_left_after_sharer_ended"] = headroom_groups(box)
+            # What removes a leaf the sharer was moved into, once it ended: the next build in the box (its shell
+            # joins the box, or its leaf when the box still hands memory down).
+            d = root / "next"
+            d.mkdir()
+            hog_graph(d, memhog, 4, args.job_mb)
+            nxt = Build("next", joiner(box, hr, True), d, env, out / ("shape%d-next.log" % shape))
+            nxt.finish(box, time.monotonic() + args.timeout)
+            result["next_build"] = nxt.report([d])
+            result["groups_left_after_next_build"] = headroom_groups(box)
         result["freezer_groups_left"] = freezer_groups(pids)
         result["tasks_left"] = [p for p in box.tasks() if p not in pids]
         result["oom_kills"] = box.oom_kills()
@@ -283,8 +309,9 @@ def summary_line(r: dict) -> str:
             " %s" % b["joined"] if b["joined"] else ""))
     return "shape %d (%s): oom_kills=%d left=%s left@2s=%s%s | %s" % (
         r["shape"], r["cgroup"], r["oom_kills"], r["groups_left"], r["groups_left_after_2s"],
-        " left-after-sharer=%s" % r["groups_left_after_sharer_ended"] if "groups_left_after_sharer_ended" in r
-        else "", " || ".join(parts))
+        " left-after-sharer=%s next-build rc=%s left-after-next=%s" % (
+            r["groups_left_after_sharer_ended"], r["next_build"]["rc"], r["groups_left_after_next_build"])
+        if "groups_left_after_sharer_ended" in r else "", " || ".join(parts))
 
 
 def main():
