@@ -249,20 +249,23 @@ def run_shape(shape: int, args, work: Path, out: Path, headroom: str, memhog: st
             history_dirs = [root, inner]
             builds.append(Build("outer", box.argv([headroom, "-j1", "-d", "explain"]), root, env,
                                 out / "shape7-outer.log"))
-            # The outer build prints no guard line (memory never shapes its one job): read its cap off the box.
+            # The outer build prints no guard line (memory never shapes its one job): read its cap off the box, polled
+            # until it is set (the group is made before the cap is written) or the build ends, 30 s at most.
             shared = box.path / "headroom.guard"
             cap_file = shared / ("memory.limit_in_bytes" if box.version == "v1" else "memory.max")
             outer_group = shared / ("headroom-%d" % builds[0].proc.pid)
-            for _ in range(3000):  # until the outer build made its group, 30 s at most
-                if outer_group.exists() or builds[0].proc.poll() is not None:
+            cap, seen = "no shared group seen", False
+            for _ in range(3000):
+                seen = seen or outer_group.exists()
+                try:
+                    cap = cap_file.read_text().strip()
+                except OSError:
+                    pass
+                if (cap.isdigit() and int(cap) < 1 << 50) or builds[0].proc.poll() is not None:
                     break
                 time.sleep(0.01)
-            try:
-                cap = cap_file.read_text().strip()
-                result["outer_shared_group_cap_mib"] = int(cap) // MiB if cap.isdigit() else cap
-            except OSError as e:
-                result["outer_shared_group_cap_mib"] = "unreadable: %s" % e
-            result["outer_group_seen"] = outer_group.exists()
+            result["outer_shared_group_cap_mib"] = int(cap) // MiB if cap.isdigit() and int(cap) < 1 << 50 else cap
+            result["outer_group_seen"] = seen
         for b in builds:
             b.finish(box, deadline)
         pids = [b.proc.pid for b in builds]
