@@ -171,9 +171,10 @@ JobMemoryResult JobMeter::Finish(const JobExit& exit) {
 
   OomFacts facts;
   facts.killed_by_sigkill = !exit.exited_normally && exit.term_signal == SIGKILL;
+  facts.exited_non_zero = exit.exited_normally && exit.exit_code != 0;
   facts.system_oom_kills_at_start = job.system_oom_kills_at_start;
-  // /proc/vmstat is long; only a SIGKILL makes its counter matter (see AttributeOom).
-  if (facts.killed_by_sigkill) facts.system_oom_kills_at_end = system_oom_.Read();
+  // /proc/vmstat is long; only a SIGKILL or a failure makes its counter matter (see AttributeOom).
+  if (facts.killed_by_sigkill || (facts.exited_non_zero && !job.in_cgroup)) facts.system_oom_kills_at_end = system_oom_.Read();
   result.rusage_peak_bytes = static_cast<uint64_t>(std::max<int64_t>(exit.max_rss_kb, 0)) * 1024;
 
   if (job.in_cgroup) {

@@ -34,11 +34,15 @@ OomVerdict AttributeOom(const OomFacts& facts) {
   }
   bool system_counter_rose = facts.system_oom_kills_at_start && facts.system_oom_kills_at_end &&
                              *facts.system_oom_kills_at_end > *facts.system_oom_kills_at_start;
-  if (facts.killed_by_sigkill && system_counter_rose) {
+  if ((facts.killed_by_sigkill || facts.exited_non_zero) && system_counter_rose) {
     verdict.oom_killed = true;
     verdict.evidence = OomEvidence::kWeak;
-    verdict.explanation = fmt::format("SIGKILL while the system counted {} OOM kill(s)",
-                                      *facts.system_oom_kills_at_end - *facts.system_oom_kills_at_start);
+    const uint64_t kills = *facts.system_oom_kills_at_end - *facts.system_oom_kills_at_start;
+    verdict.explanation = facts.killed_by_sigkill
+                              ? fmt::format("SIGKILL while the system counted {} OOM kill(s)", kills)
+                              : fmt::format("it failed while the system counted {} OOM kill(s), maybe of a process "
+                                            "of its own (nvcc fails when its cicc is killed)",
+                                            kills);
   } else if (facts.killed_by_sigkill) {
     verdict.explanation = "SIGKILL without any OOM kill counted by the system";
   }

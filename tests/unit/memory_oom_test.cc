@@ -48,11 +48,27 @@ TEST(OomAttributionTest, SigkillAloneIsNotAnOom) {
   EXPECT_FALSE(AttributeOom(facts).oom_killed);
 }
 
-TEST(OomAttributionTest, RisingSystemCounterWithoutSigkillIsNotAnOom) {
+TEST(OomAttributionTest, RisingSystemCounterWithASuccessIsNotAnOom) {
   OomFacts facts;
   facts.system_oom_kills_at_start = 0;
   facts.system_oom_kills_at_end = 1;
   EXPECT_FALSE(AttributeOom(facts).oom_killed);
+}
+
+// Without a job cgroup, a job whose child the kernel killed (nvcc after its cicc, memhog after a child) exits 1,
+// not by SIGKILL: a failure while the system counter rose is weak evidence too (found unguarded as nobody on v1).
+TEST(OomAttributionTest, AFailureWhileTheSystemCounterRoseIsWeak) {
+  OomFacts facts;
+  facts.exited_non_zero = true;
+  facts.system_oom_kills_at_start = 4;
+  facts.system_oom_kills_at_end = 5;
+  OomVerdict verdict = AttributeOom(facts);
+  EXPECT_TRUE(verdict.oom_killed);
+  EXPECT_EQ(verdict.evidence, OomEvidence::kWeak);
+  EXPECT_NE(verdict.explanation.find("failed while the system counted 1 OOM kill"), std::string::npos)
+      << verdict.explanation;
+  facts.system_oom_kills_at_end = 4;
+  EXPECT_FALSE(AttributeOom(facts).oom_killed);  // an ordinary failure
 }
 
 TEST(OomAttributionTest, SystemCounterReadsVmstat) {

@@ -21,6 +21,7 @@ const char* OomEvidenceName(OomEvidence evidence);  // "none", "weak", "strong"
 struct OomFacts {
   std::optional<uint64_t> cgroup_oom_kills;          // the job cgroup's oom_kill count, if it had one
   bool killed_by_sigkill = false;                    // the job's top process died of SIGKILL
+  bool exited_non_zero = false;                      // it exited with a failure (nvcc does when its cicc was killed)
   std::optional<uint64_t> system_oom_kills_at_start;  // /proc/vmstat oom_kill when the job started
   std::optional<uint64_t> system_oom_kills_at_end;    // ... and when it finished
 };
@@ -32,8 +33,9 @@ struct OomVerdict {
 };
 
 // A job cgroup's counter is decisive either way, even when the top process was not the victim (nvcc
-// exits 1 after its cicc was killed). Without a cgroup only SIGKILL plus a rise of the system counter
-// during the job counts, and only as weak evidence: another process may have been the victim.
+// exits 1 after its cicc was killed). Without a cgroup a SIGKILL or a failed exit plus a rise of the system
+// counter during the job counts, and only as weak evidence: another process may have been the victim (a real
+// failure at such a moment then costs one retry).
 OomVerdict AttributeOom(const OomFacts& facts);
 
 // The machine-wide count of OOM kills (/proc/vmstat oom_kill, Linux >= 4.13).
