@@ -82,14 +82,16 @@ bool MayRearrangeV2(const std::string& dir, bool (*delegated)(const std::string&
                         access((dir + "/cgroup.subtree_control").c_str(), W_OK) == 0 && stat(dir.c_str(), &st) == 0 &&
                         (geteuid() == 0 || st.st_uid == geteuid());
   if (!writable) {
-    *why_not = fmt::format("{} holds other processes and is not this user's to rearrange", dir);
+    *why_not = fmt::format("{} holds processes (this build's at least, which v2 lets no cgroup keep beside the groups "
+                           "it hands memory to) and is not this user's to rearrange", dir);
     return false;
   }
   const std::string name = dir.substr(dir.rfind('/') + 1);
   const bool systemd_unit = name.ends_with(".scope") || name.ends_with(".service") || name.ends_with(".slice");
   if (systemd_unit && !(delegated ? delegated : SystemdDelegated)(dir)) {
-    *why_not = fmt::format("{} is a systemd unit that was not delegated, and holds other processes; run the build "
-                           "in a delegated scope: systemd-run {}--scope -p Delegate=yes ninja ...",
+    *why_not = fmt::format("{} is a systemd unit that was not delegated, whose processes (this build's among them) "
+                           "headroom does not move; run the build in a delegated scope: "
+                           "systemd-run {}--scope -p Delegate=yes ninja ...",
                            dir, geteuid() == 0 ? "" : "--user ");
     return false;
   }
