@@ -50,25 +50,6 @@ GUARD_LINE = re.compile(r"^(?:.*?)((?:no )?build guard: .*)$", re.M)
 V1_FREEZER = Path("/sys/fs/cgroup/freezer")
 
 
-class NamedBox(MemoryBox):
-    """memory_box.MemoryBox with a chosen name (shape 3's `*.scope`)."""
-
-    def __init__(self, limit_bytes: int, name: str):
-        self.version, own = memory_box._own_cgroup()
-        self.name = name
-        self.path = own / name
-        self.kernel_log = memory_box.KernelOomLog()
-        self.cache_home = tempfile.mkdtemp(prefix="hr-shape-cache-")
-        self.path.mkdir()
-        if self.version == "v1":
-            (self.path / "memory.limit_in_bytes").write_text(str(limit_bytes))
-        else:
-            (self.path / "memory.max").write_text(str(limit_bytes))
-            swap = self.path / "memory.swap.max"
-            if swap.exists():
-                swap.write_text("0")
-
-
 def hog_graph(directory: Path, memhog: str, jobs: int, mb: int) -> None:
     """`jobs` cold memhog jobs under distinct names (no class or family shared), each estimated at 20 MiB."""
     lines = ["rule hog", "  command = $tool --mb %d --ramp-ms 200 --hold-ms 500 --procs 2 && touch $out" % mb,
@@ -183,9 +164,9 @@ class Build:
 def run_shape(shape: int, args, work: Path, out: Path, headroom: str, memhog: str) -> dict:
     limit = (args.box_mb + (256 if shape == 6 else 0)) * MiB
     if shape == 3:
-        box = NamedBox(limit, "hr-shape-session-1.scope")
+        box = MemoryBox(limit, "hr-shape-session-1.scope")
     else:
-        box = NamedBox(limit, "hr-shape-%d-%s" % (shape, uuid.uuid4().hex[:8]))
+        box = MemoryBox(limit, "hr-shape-%d-%s" % (shape, uuid.uuid4().hex[:8]))
     sharer = None
     result = {"shape": shape, "box": str(box.path), "box_mib": limit // MiB, "cgroup": box.version}
     try:

@@ -124,9 +124,10 @@ class KernelOomLog:
 
 
 class MemoryBox:
-    def __init__(self, limit_bytes: int):
+    def __init__(self, limit_bytes: int, name: str | None = None):
+        """`name`: the box's cgroup name (default a fresh "hr-e2e-..."), e.g. one shaped like a systemd unit."""
         self.version, own = _own_cgroup()
-        self.name = "hr-e2e-" + uuid.uuid4().hex[:10]
+        self.name = name or "hr-e2e-" + uuid.uuid4().hex[:10]
         self.path = own / self.name
         self.kernel_log = KernelOomLog()
         # headroom's per-user store ($XDG_CACHE_HOME/headroom) is the box's own: what other tests (or the user's
