@@ -149,9 +149,16 @@ class MemoryBox:
                 pytest.fail(self.kernel_log.reason + " (required in CI to count kills in removed job cgroups)")
             pytest.skip(self.kernel_log.reason)
 
+    def entry(self) -> Path:
+        """Where a new process joins the box: the box itself, or on v2, once a build moved the box's processes into
+        headroom.leaf (the box then hands memory down and may hold no process of its own), that leaf, as a shell
+        the build moved there would start the next build."""
+        leaf = self.path / "headroom.leaf"
+        return leaf if self.version == "v2" and leaf.is_dir() else self.path
+
     def argv(self, argv: list[str]) -> list[str]:
         """argv wrapped to run inside the box (the shell moves itself in, then execs: the pid stays argv's)."""
-        return ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(self.path)] + argv
+        return ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', str(self.entry())] + argv
 
     def env(self, env: dict | None = None) -> dict:
         merged = dict(os.environ if env is None else env)
