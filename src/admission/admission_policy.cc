@@ -333,9 +333,10 @@ AdmissionDecision AdmissionPolicy::Decide(const MemoryReading& reading, std::spa
   if (running.empty()) {
     // Forward progress: with nothing running, waiting cannot free anything...
     if (fits) return Counted(Admit(need), peak);
-    // ...unless other builds sharing this memory run jobs: theirs end and give memory back, so the machine
-    // progresses, and a start over budget beside them would only make a guard (or the kernel) kill a job.
-    if (reading.other_builds_busy > 0) {
+    // ...unless other builds sharing this memory run jobs and it would fit once they gave memory back: theirs end,
+    // so the machine progresses, and a start over budget beside them would only make a guard (or the kernel) kill
+    // a job. A job larger than this build's own budget gains nothing from waiting.
+    if (reading.other_builds_busy > 0 && peak + reserve <= budget) {
       return Wait(WaitKind::kMemory, fmt::format("{}; waiting for {} other headroom build(s) to free memory", need,
                                                  reading.other_builds_busy));
     }

@@ -130,6 +130,7 @@ TEST(AdmissionTest, WithNothingRunningAHeadThatDoesNotFitWaitsWhileOtherBuildsRu
   EXPECT_EQ(waits.wait, WaitKind::kMemory);
   EXPECT_NE(waits.reason.find("waiting for 2 other headroom build(s) to free memory"), std::string::npos) << waits.reason;
   EXPECT_TRUE(policy.Decide(reading, {}, Cand(2, 2 * kGiB), 0).admit);
+  EXPECT_TRUE(policy.Decide(reading, {}, Cand(3, 9 * kGiB), 0).over_budget);  // larger than the budget: no use waiting
   reading.other_builds_busy = 0;
   EXPECT_TRUE(policy.Decide(reading, {}, Cand(1, 4 * kGiB), 0).over_budget);
 }
