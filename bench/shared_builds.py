@@ -106,14 +106,22 @@ def cold_env(store):
     return dict(os.environ, HEADROOM_STORE=store)
 
 
-def run_builds(a, seeds, concurrent, out):
-    """The builds of `seeds`, cold, in one box: together or in turn. Returns walls, exit codes and kills."""
+def run_builds(a, seeds, concurrent, out, warm=False):
+    """The builds of `seeds` in one box, together or in turn: cold (fresh directories and stores), or warm (the same
+    directories and stores again, outputs deleted, history kept). Returns walls, exit codes and kills."""
     box = Box(f"hb-shared-{'c' if concurrent else 's'}{len(seeds)}", a.box_mb)
     results, t0 = [], time.monotonic()
     procs = []
     for seed in seeds:
-        d = fresh_graph(out, f"seed{seed}", mb.workload(seed, a.box_mb), a.memhog)
-        env = cold_env(os.path.join(out, f"store{seed}"))
+        if warm:
+            d = os.path.join(out, f"seed{seed}")
+            for name in os.listdir(d):
+                if name.endswith(".out"):
+                    os.unlink(os.path.join(d, name))
+            env = dict(os.environ, HEADROOM_STORE=os.path.join(out, f"store{seed}"))
+        else:
+            d = fresh_graph(out, f"seed{seed}", mb.workload(seed, a.box_mb), a.memhog)
+            env = cold_env(os.path.join(out, f"store{seed}"))
         start = time.monotonic()
         p = box.start([a.headroom, "-j8"], d, env, os.path.join(d, "headroom.log"))
         if concurrent:
@@ -173,6 +181,7 @@ def main():
     ap.add_argument("--counts", default="1,2,3,4")
     ap.add_argument("--seeds", default="1-4", help="graphs used by the builds of a round (the first N of them)")
     ap.add_argument("--no-nested", action="store_true")
+    ap.add_argument("--warm", action="store_true", help="after each cold run, the same builds again warm")
     ap.add_argument("--out", default="/tmp/hb-shared-builds")
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
@@ -188,11 +197,15 @@ def main():
         for mode, concurrent in (("concurrent", True), ("one by one", False)):
             if count == 1 and not concurrent:
                 continue
-            r = run_builds(a, round_seeds, concurrent, os.path.join(a.out, f"{count}-{mode.replace(' ', '')}"))
-            row[mode] = r
-            walls = " ".join(f"{b['wall']:.1f}" for b in r["builds"])
-            print(f"{count:>6} {mode:<14} {walls:<28} {r['total_wall']:>9.1f} {r['kernel_oom_kills']:>16} "
-                  f"{len(r['failed']):>7}", flush=True)
+            phases = ("cold", "warm") if a.warm else ("cold",)
+            for phase in phases:
+                r = run_builds(a, round_seeds, concurrent, os.path.join(a.out, f"{count}-{mode.replace(' ', '')}"),
+                               warm=phase == "warm")
+                row[mode if phase == "cold" else mode + " warm"] = r
+                walls = " ".join(f"{b['wall']:.1f}" for b in r["builds"])
+                label = mode if phase == "cold" else mode + " warm"
+                print(f"{count:>6} {label:<14} {walls:<28} {r['total_wall']:>9.1f} {r['kernel_oom_kills']:>16} "
+                      f"{len(r['failed']):>7}", flush=True)
         if count > 1:
             row["ratio"] = row["concurrent"]["total_wall"] / row["one by one"]["total_wall"]
             print(f"{'':>6} concurrent / one by one: {row['ratio']:.2f}", flush=True)
