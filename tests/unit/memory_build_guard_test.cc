@@ -28,11 +28,7 @@ namespace {
 using memory_test::FakeRoot;
 using memory_test::kMiB;
 
-std::string ReadText(const std::string& path) {
-  std::string text, err;
-  ReadWholeFile(path, &text, &err);
-  return text;
-}
+using memory_test::ReadText;
 
 bool ProcessExists(pid_t pid) { return pid > 0 && kill(pid, 0) == 0; }
 

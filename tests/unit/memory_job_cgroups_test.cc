@@ -27,11 +27,7 @@ bool Exists(const std::string& path) {
   return stat(path.c_str(), &st) == 0;
 }
 
-std::string ReadText(const std::string& path) {
-  std::string text, err;
-  ReadWholeFile(path, &text, &err);
-  return text;
-}
+using memory_test::ReadText;
 
 // --- Over a fake v2 tree (cgroupfs files are plain files there; the kernel's side is played by hand).
 

@@ -27,11 +27,7 @@ namespace {
 using memory_test::FakeRoot;
 using memory_test::kMiB;
 
-std::string ReadText(const std::string& path) {
-  std::string text, err;
-  ReadWholeFile(path, &text, &err);
-  return text;
-}
+using memory_test::ReadText;
 
 bool Exists(const std::string& path) {
   struct stat st;

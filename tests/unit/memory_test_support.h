@@ -18,6 +18,7 @@
 
 #include "headroom/exec/process_runner.h"
 #include "headroom/memory/job_meter.h"
+#include "headroom/memory/kernel_file.h"
 #include "headroom/memory/memory_probe.h"
 #include "headroom/util/clock.h"
 
@@ -142,6 +143,13 @@ inline JobExit ReapMemhog(MemhogProcess& process, JobId id) {
   if (process.peak_fd >= 0) close(process.peak_fd);
   process.peak_fd = -1;
   return exit;
+}
+
+// A kernel (or fake) file's whole text; "" when it cannot be read.
+inline std::string ReadText(const std::string& path) {
+  std::string text, err;
+  ReadWholeFile(path, &text, &err);
+  return text;
 }
 
 }  // namespace headroom::memory_test
