@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdlib>
 
 #include "headroom/admission/memory_controller.h"
@@ -102,7 +103,7 @@ void MemoryController::RefreshOtherBuilds(int64_t now) {
   for (const LedgerEntry& entry : ledger_->Others()) {
     // Anyone may name this build as their outer one; only this user's (or root's) builds are believed.
     const bool trusted = entry.uid == ledger_self_.uid || entry.uid == 0;
-    if (entry.parent_id == ledger_->id() && entry.parent_job >= 0 && trusted) {
+    if (entry.parent_id == ledger_->id() && entry.parent_job >= 0 && entry.parent_job <= INT_MAX && trusted) {
       auto& owed = nested_owed_[static_cast<int>(entry.parent_job)];
       owed = SaturatingAdd(owed, entry.owed_bytes);
       continue;
