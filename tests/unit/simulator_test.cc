@@ -660,10 +660,9 @@ void ExpectWarmMatchesBestFixedJ(const ScaleTable& table) {
   }
 }
 
-// Issue #12's cold claim: the first build no slower than the best fixed -j. It does NOT hold yet everywhere
-// (docs/benchmarks.md, "Scale, simulated from measured nvcc profiles"): without the guard, jobs of an unmeasured heavy family start one per peak of
-// the one before, although 256 GiB hold all of them at the prior, until the first member finishes, so the longest
-// compiles (460-824 s) start hundreds of seconds late. The tests that miss are disabled, not loosened.
+// Issue #12's cold claim: the first build no slower than the best fixed -j. It does not hold everywhere
+// (docs/benchmarks.md, "Scale, simulated from measured nvcc profiles"): a cold build cannot tell the long kernels of
+// a class from the short ones, so the longest may start late. The tests that miss are disabled, not loosened.
 void ExpectColdMatchesBestFixedJ(const ScaleTable& table, const char* row) {
   ASSERT_GT(table.best.j, 0);
   EXPECT_LE(table.Row(row).makespan_ms, table.best.makespan_ms) << row << " vs best fixed -j" << table.best.j;
