@@ -85,10 +85,26 @@ class ToolHelpFormatter : public CLI::Formatter {
   }
 };
 
-// CLI11's messages start with a capital; ninja's errors do not.
+// CLI11's messages start with a capital ("The following argument was not expected"); ninja's errors do not. A
+// name in capitals ("FILE is required") stays as it is.
 std::string NinjaStyle(std::string message) {
-  if (!message.empty()) message[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(message[0])));
+  const size_t word_end = std::min(message.find(' '), message.size());
+  const bool capitalised_word = std::none_of(message.begin() + (word_end > 0 ? 1 : 0), message.begin() + word_end,
+                                             [](char c) { return std::isupper(static_cast<unsigned char>(c)); });
+  if (word_end > 0 && capitalised_word) {
+    message[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(message[0])));
+  }
   return message;
+}
+
+// "history import": the tool and the commands given to it, as far as the parse got.
+std::string CommandsGiven(const CLI::App& app) {
+  std::string words = app.get_name();
+  for (const CLI::App* at = &app; !at->get_subcommands().empty();) {
+    at = at->get_subcommands().front();
+    words += " " + at->get_name();
+  }
+  return words;
 }
 
 // The long options of `app` and of its commands, without their dashes.
@@ -142,7 +158,7 @@ std::optional<int> ToolCli::Parse(const std::vector<std::string>& args) {
     Error("{}", error.what());
     return 1;
   } catch (const CLI::ParseError& error) {
-    Error("{}: {}", app_.get_name(), NinjaStyle(error.what()));
+    Error("{}: {}", CommandsGiven(app_), NinjaStyle(error.what()));
     printf("%s", app_.help().c_str());
     return 1;
   }

@@ -108,8 +108,8 @@ def test_plan_refuses_a_bad_value_in_its_own_words(project, args, message):
     ("memstats", ["--jsn"], "ninja: error: memstats: the following argument was not expected: --jsn"),
     ("memstats", ["extra"], "ninja: error: memstats: the following argument was not expected: extra"),
     ("history", [], "ninja: error: history: a subcommand is required"),
-    ("history", ["export"], "ninja: error: history: "),
-    ("history", ["path", "extra"], "ninja: error: history: the following argument was not expected: extra"),
+    ("history", ["export"], "ninja: error: history export: FILE is required"),
+    ("history", ["path", "extra"], "ninja: error: history path: the following argument was not expected: extra"),
     ("history", ["sideways"], "ninja: error: history: "),
 ])
 def test_a_bad_option_or_operand_is_an_error_with_the_help_after_it(project, tool, args, error):
