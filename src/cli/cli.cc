@@ -25,6 +25,7 @@
 #include "headroom/memory/job_meter.h"
 #include "headroom/memory/memory_probe.h"
 #include "headroom/report/build_outputs.h"
+#include "headroom/report/decision_log.h"
 #include "headroom/report/summary.h"
 #include "headroom/report/timeline.h"
 #include "headroom/status/status_printer.h"
@@ -244,12 +245,24 @@ int RunCli(int argc, char** argv) {
                        config.verbosity == BuildConfig::Verbosity::kVerbose && status.printer().is_smart_terminal()};
   timeline.set_keep_details(outputs.wanted());
   const bool records = !tool && !config.dry_run;
+  std::unique_ptr<DecisionLog> decision_log;
+  if (records && !options.mem_log_path.empty()) {
+    std::string error;
+    decision_log = DecisionLog::Open(options.mem_log_path, &error);
+    if (!decision_log) {
+      Error("--mem-log: {}", error);
+      return 1;
+    }
+    decision_log->BuildStarted(timeline.facts());
+    timeline.set_listener(decision_log.get());
+  }
   const int exit_code = RunPasses(options, config, tool, &clock, runner.get(), explain, probe.get(), meter.get(),
                                   records && (outputs.wanted() || config.memory.enabled) ? &timeline : nullptr,
                                   &decisions, &status);
   if (records) {
     if (decisions.budget_bytes) timeline.facts().reserve_bytes = decisions.reserve_bytes;
     FinishBuild(&timeline, decisions, outputs, exit_code, timeline.Elapsed(clock.NowMs()), &status, stdout);
+    if (decision_log) decision_log->BuildEnded(timeline.facts(), decisions, exit_code);
   }
   return exit_code;
 }

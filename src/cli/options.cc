@@ -32,6 +32,7 @@ enum LongOption {
   kOptNoMemory,
   kOptTrace,
   kOptReport,
+  kOptMemLog,
   kOptStore,
   kOptNoStore,
   kOptJobserver,
@@ -50,6 +51,7 @@ const option kLongOptions[] = {
     {"no-memory", no_argument, nullptr, kOptNoMemory},
     {"trace", required_argument, nullptr, kOptTrace},
     {"report", required_argument, nullptr, kOptReport},
+    {"mem-log", required_argument, nullptr, kOptMemLog},
     {"store", required_argument, nullptr, kOptStore},
     {"no-store", no_argument, nullptr, kOptNoStore},
     {"jobserver", optional_argument, nullptr, kOptJobserver},
@@ -250,6 +252,9 @@ void PrintUsage(const BuildConfig& config) {
           "  --no-memory            schedule by -j only, exactly like ninja\n"
           "  --trace=FILE           write a Chrome trace of jobs and memory\n"
           "  --report=FILE.html     write an HTML report of the build\n"
+          "  --mem-log=FILE         write a debug log of memory decisions (admit, wait and why,\n"
+          "                         freeze, kill, requeue, budget readings) to attach to a bug\n"
+          "                         report [default: off]\n"
           "  --store=DIR            per-user history store shared by all build dirs\n"
           "                         [default: $HEADROOM_STORE, else $XDG_CACHE_HOME/headroom,\n"
           "                         else ~/.cache/headroom]\n"
@@ -357,6 +362,9 @@ std::optional<int> ReadFlags(int argc, char** argv, Options* options, BuildConfi
         break;
       case kOptReport:
         options->report_path = optarg;
+        break;
+      case kOptMemLog:
+        options->mem_log_path = optarg;
         break;
       case kOptStore:
         store_flag = optarg;

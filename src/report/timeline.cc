@@ -1,5 +1,6 @@
 // BuildTimeline bookkeeping: jobs get the lowest free drawing lane, samples and markers are appended;
-// without details only what the summary reads is kept (the peak sample, the heaviest jobs, no markers).
+// without details only what the summary reads is kept (the peak sample, the heaviest jobs, no markers); a
+// listener is told of everything.
 #include "headroom/report/timeline.h"
 
 #include <algorithm>
@@ -19,6 +20,7 @@ int BuildTimeline::AssignLane(int64_t start_ms) {
 
 size_t BuildTimeline::JobStarted(TimelineJob job) {
   job.slot = AssignLane(job.start_ms);
+  if (listener_) listener_->JobStarted(job);
   if (keep_details_) {
     jobs_.push_back(std::move(job));
     return jobs_.size() - 1;
@@ -49,6 +51,7 @@ void BuildTimeline::JobFinished(size_t handle, int64_t end_ms, uint64_t peak_byt
   job->outcome = outcome;
   job->exit_code = exit_code;
   slot_free_at_[job->slot] = end_ms;
+  if (listener_) listener_->JobFinished(*job);
   if (running == running_.end()) return;
   // The summary lists only measured jobs, heaviest first.
   if (peak_bytes > 0) KeepIfAmongHeaviest(handle, std::move(running->second));
@@ -76,6 +79,7 @@ void BuildTimeline::KeepIfAmongHeaviest(size_t sequence, TimelineJob job) {
 }
 
 void BuildTimeline::Sample(const MemorySample& sample) {
+  if (listener_) listener_->Sample(sample);
   if (keep_details_) {
     samples_.push_back(sample);
     return;
@@ -89,6 +93,7 @@ void BuildTimeline::Sample(const MemorySample& sample) {
 // Markers are drawn in the trace and report only; a build where thousands of jobs wait would otherwise keep
 // one per wait.
 void BuildTimeline::Mark(TimelineMarker marker) {
+  if (listener_) listener_->Mark(marker);
   if (keep_details_) markers_.push_back(std::move(marker));
 }
 

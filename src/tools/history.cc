@@ -9,19 +9,12 @@
 #include "headroom/history/history_store.h"
 #include "headroom/history/user_store.h"
 #include "headroom/manifest/manifest_parser.h"
+#include "headroom/tools/tool_cli.h"
 #include "headroom/tools/tools.h"
 #include "headroom/util/messages.h"
 
 namespace headroom {
 namespace {
-
-int Usage(bool asked) {
-  printf("usage: ninja -t history export FILE | import FILE | path\n\n"
-         "  export FILE  write the per-user store, plus this build dir's own history (under builddir), to FILE\n"
-         "  import FILE  merge FILE into the per-user store (newer entries win; importing twice adds nothing)\n"
-         "  path         print the per-user store's directory\n");
-  return asked ? 0 : 1;
-}
 
 UserStore OpenStore(const std::string& dir) {
   char cwd[PATH_MAX];
@@ -79,20 +72,29 @@ int Import(const std::string& store_dir, const std::string& file) {
 }  // namespace
 
 int ToolHistory(const ToolContext& context, const ToolArgs& args) {
-  if (args.size() == 2 && (args[1] == "-h" || args[1] == "--help")) return Usage(true);
+  ToolCli cli("history", "the per-user history store as one portable file, for CI caches and for moving figures\n"
+                         "between machines (docs/history.md)");
+  CLI::App& app = cli.app();
+  app.require_subcommand(1);
+  std::string file;
+  CLI::App* export_command = app.add_subcommand(
+      "export", "write the per-user store, plus this build dir's own history\n(under builddir), to FILE");
+  export_command->add_option("FILE", file)->required();
+  CLI::App* import_command = app.add_subcommand(
+      "import", "merge FILE into the per-user store (newer entries\nwin; importing twice adds nothing)");
+  import_command->add_option("FILE", file)->required();
+  app.add_subcommand("path", "print the per-user store's directory");
+  if (std::optional<int> exit_code = cli.Parse(args)) return *exit_code;
+
   const std::string& store_dir = context.options->store_dir;
-  if (args.size() == 2 && args[1] == "path") {
-    if (store_dir.empty()) {
-      Error("the per-user history store is off (--no-store or HEADROOM_STORE=off)");
-      return 1;
-    }
-    printf("%s\n", store_dir.c_str());
-    return 0;
+  if (*export_command) return Export(context, store_dir, file);
+  if (*import_command) return Import(store_dir, file);
+  if (store_dir.empty()) {
+    Error("the per-user history store is off (--no-store or HEADROOM_STORE=off)");
+    return 1;
   }
-  if (args.size() != 3) return Usage(false);
-  if (args[1] == "export") return Export(context, store_dir, args[2]);
-  if (args[1] == "import") return Import(store_dir, args[2]);
-  return Usage(false);
+  printf("%s\n", store_dir.c_str());  // `path`, the one command left
+  return 0;
 }
 
 }  // namespace headroom

@@ -10,6 +10,7 @@
 #include "headroom/estimator/estimator.h"
 #include "headroom/history/history_store.h"
 #include "headroom/history/user_store.h"
+#include "headroom/tools/tool_cli.h"
 #include "headroom/tools/tools.h"
 #include "headroom/util/messages.h"
 
@@ -213,15 +214,11 @@ void PrintJson(const std::vector<EdgeRow>& edges, const std::vector<const ClassS
 
 int ToolMemStats(const ToolContext& context, const ToolArgs& args) {
   bool json = false;
-  for (size_t i = 1; i < args.size(); ++i) {
-    if (args[i] == "--json") {
-      json = true;
-    } else {
-      printf("usage: ninja -t memstats [--json]\n\nshow the peak memory and duration headroom measured, per edge and "
-             "per job class\n");
-      return args[i] == "-h" || args[i] == "--help" ? 0 : 1;
-    }
-  }
+  ToolCli cli("memstats",
+              "show the peak memory and duration headroom measured, per edge, per job class and per family,\n"
+              "then the per-user store's heaviest edges");
+  cli.app().add_flag("--json", json, "one JSON object for machines");
+  if (std::optional<int> exit_code = cli.Parse(args)) return *exit_code;
   const std::string path = context.build_dir.empty() ? std::string(HistoryStore::kFileName)
                                                      : context.build_dir + "/" + HistoryStore::kFileName;
   HistoryStore history;

@@ -20,6 +20,7 @@
 #include "headroom/memory/memory_probe.h"
 #include "headroom/scan/scan.h"
 #include "headroom/sim/planner.h"
+#include "headroom/tools/tool_cli.h"
 #include "headroom/tools/tool_support.h"
 #include "headroom/tools/tools.h"
 #include "headroom/util/byte_size.h"
@@ -35,23 +36,6 @@ using sim::PlanShape;
 using sim::ShapeOutcome;
 using sim::SweptShape;
 
-int Usage(bool asked) {
-  printf("usage: ninja -t plan [-j N] [--mem-budget=SIZE] [--cores=N] [--peak-at=SHARE] [--dirty] [--json] "
-         "[--load=N] [--trace] [targets]\n\n"
-         "predict a build of the targets from history and priors (replayed through headroom's own admission code):\n"
-         "wall time, peak memory, jobs that can never fit the budget, and the fastest -j here and on CI machines\n\n"
-         "  -j N               jobs to run at once [default: the build's -j]\n"
-         "  --mem-budget=SIZE  memory budget, e.g. 16G or 80%% [default: the build's, else what this machine allows]\n"
-         "  --cores=N          CPUs the jobs share [default: this machine's]\n"
-         "  --load=N           runnable tasks from outside the build sharing the CPUs, e.g. the load average\n"
-         "                     while nothing builds; the history is taken to be measured under it too [default: 0]\n"
-         "  --peak-at=SHARE    how far into its run a job without a rise curve peaks, 0..1 [default: 0.75]\n"
-         "  --dirty            only what is out of date now [default: everything, as a clean build]\n"
-         "  --json             one JSON object for machines\n"
-         "  --trace            the simulated build at -j N on stderr: each start, end, kill and wait\n");
-  return asked ? 0 : 1;
-}
-
 struct PlanFlags {
   int jobs = 0;
   std::optional<BudgetSpec> budget;
@@ -64,91 +48,72 @@ struct PlanFlags {
   std::vector<std::string> targets;
 };
 
+std::optional<BudgetSpec> ReadBudgetFlag(const std::string& text) {
+  std::string error;
+  std::optional<BudgetSpec> budget = ParseBudget(text, &error);
+  if (!budget && error.find("without a unit") != std::string::npos) {
+    throw ToolFlagError("invalid --mem-budget " + error);
+  }
+  if (!budget || (!budget->is_fraction() && budget->bytes == 0)) {
+    throw ToolFlagError("invalid --mem-budget '" + text + "': expected a size like 12G or a percentage like 80%");
+  }
+  return budget;
+}
+
+// The tool's options; each value is checked as it is read (ToolFlagError names what is wrong with it).
+void AddPlanFlags(CLI::App& app, PlanFlags* flags) {
+  app.add_option_function<std::string>(
+         "-j",
+         [flags](const std::string& text) {
+           const long jobs = ParseIntegerFlag(text, [](long n) { return n > 0; }, "invalid -j parameter '{}'");
+           flags->jobs = static_cast<int>(std::min<long>(jobs, 4096));
+         },
+         "jobs to run at once [default: the build's -j]")
+      ->type_name("N");
+  app.add_option_function<std::string>(
+         "--mem-budget", [flags](const std::string& text) { flags->budget = ReadBudgetFlag(text); },
+         "memory budget, e.g. 16G or 80% [default: the build's, else what\nthis machine allows]")
+      ->type_name("SIZE");
+  app.add_option_function<std::string>(
+         "--cores",
+         [flags](const std::string& text) {
+           flags->cores = ParseNumberFlag(text, [](double n) { return n > 0; },
+                                          "invalid --cores '{}': expected a number of CPUs");
+         },
+         "CPUs the jobs share [default: this machine's]")
+      ->type_name("N");
+  app.add_option_function<std::string>(
+         "--load",
+         [flags](const std::string& text) {
+           flags->load = ParseNumberFlag(text, [](double n) { return n >= 0; },
+                                         "invalid --load '{}': expected a number of runnable tasks");
+         },
+         "runnable tasks from outside the build sharing the CPUs, e.g. the load\n"
+         "average while nothing builds; the history is taken to be measured\nunder it too [default: 0]")
+      ->type_name("N");
+  app.add_option_function<std::string>(
+         "--peak-at",
+         [flags](const std::string& text) {
+           flags->peak_at = ParseNumberFlag(text, [](double n) { return n > 0 && n <= 1; },
+                                            "invalid --peak-at '{}': expected a share of the run, above 0 and at "
+                                            "most 1");
+         },
+         "how far into its run a job without a rise curve peaks, 0..1\n[default: 0.75]")
+      ->type_name("SHARE");
+  app.add_flag("--dirty", flags->dirty, "only what is out of date now [default: everything, as a clean\nbuild]");
+  app.add_flag("--json", flags->json, "one JSON object for machines");
+  app.add_flag("--trace", flags->trace, "the simulated build at -j N on stderr: each start, end, kill\nand wait");
+  app.add_option("targets", flags->targets, "what to plan [default: the manifest's defaults]");
+}
+
 // Parses the tool's flags; returns an exit code when it should stop.
 std::optional<int> ReadPlanFlags(const ToolArgs& args, PlanFlags* flags) {
-  enum { kMemBudget = 256, kCores, kLoad, kPeakAt, kDirty, kJson, kTrace, kHelp };
-  static const struct option kLong[] = {{"mem-budget", required_argument, nullptr, kMemBudget},
-                                        {"cores", required_argument, nullptr, kCores},
-                                        {"peak-at", required_argument, nullptr, kPeakAt},
-                                        {"load", required_argument, nullptr, kLoad},
-                                        {"dirty", no_argument, nullptr, kDirty},
-                                        {"json", no_argument, nullptr, kJson},
-                                        {"trace", no_argument, nullptr, kTrace},
-                                        {"help", no_argument, nullptr, kHelp},
-                                        {nullptr, 0, nullptr, 0}};
-  ToolOptionParser parser(args, "j:h", kLong);
-  for (int option; (option = parser.Next()) != -1;) {
-    std::string error;
-    switch (option) {
-      case 'j': {
-        char* end = nullptr;
-        long value = strtol(parser.argument(), &end, 10);
-        if (*end != '\0' || value <= 0) {
-          Error("invalid -j parameter '{}'", parser.argument());
-          return 1;
-        }
-        flags->jobs = static_cast<int>(std::min<long>(value, 4096));
-        break;
-      }
-      case kMemBudget:
-        flags->budget = ParseBudget(parser.argument(), &error);
-        if (!flags->budget && error.find("without a unit") != std::string::npos) {
-          Error("invalid --mem-budget {}", error);
-          return 1;
-        }
-        if (!flags->budget || (!flags->budget->is_fraction() && flags->budget->bytes == 0)) {
-          Error("invalid --mem-budget '{}': expected a size like 12G or a percentage like 80%", parser.argument());
-          return 1;
-        }
-        break;
-      case kCores: {
-        char* end = nullptr;
-        double value = strtod(parser.argument(), &end);
-        if (*end != '\0' || !(value > 0)) {
-          Error("invalid --cores '{}': expected a number of CPUs", parser.argument());
-          return 1;
-        }
-        flags->cores = value;
-        break;
-      }
-      case kLoad: {
-        char* end = nullptr;
-        double value = strtod(parser.argument(), &end);
-        if (*end != '\0' || !(value >= 0)) {
-          Error("invalid --load '{}': expected a number of runnable tasks", parser.argument());
-          return 1;
-        }
-        flags->load = value;
-        break;
-      }
-      case kPeakAt: {
-        char* end = nullptr;
-        double value = strtod(parser.argument(), &end);
-        if (*end != '\0' || !(value > 0 && value <= 1)) {
-          Error("invalid --peak-at '{}': expected a share of the run, above 0 and at most 1", parser.argument());
-          return 1;
-        }
-        flags->peak_at = value;
-        break;
-      }
-      case kDirty:
-        flags->dirty = true;
-        break;
-      case kJson:
-        flags->json = true;
-        break;
-      case kTrace:
-        flags->trace = true;
-        break;
-      case 'h':
-      case kHelp:
-        return Usage(true);
-      default:
-        return Usage(false);
-    }
-  }
-  flags->targets = parser.Operands();
-  return std::nullopt;
+  ToolCli cli("plan",
+              "predict a build of the targets from history and priors (replayed through headroom's own admission\n"
+              "code): wall time, peak memory, jobs that can never fit the budget, and the fastest -j here and on CI\n"
+              "machines");
+  AddPlanFlags(cli.app(), flags);
+  return cli.Parse(args);
 }
 
 double MachineCpus() {

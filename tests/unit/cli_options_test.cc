@@ -1,5 +1,8 @@
-// Tests for the command-line options: what -h states about headroom's defaults.
+// Tests for the command-line options: what -h states about headroom's defaults, and headroom's own flags.
 #include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
 
 #include "headroom/admission/admission_policy.h"
 #include "headroom/build/build_config.h"
@@ -24,6 +27,22 @@ TEST(CliOptionsTest, UsageStatesTheReserveDefaultTheCodeApplies) {
 
 TEST(CliOptionsTest, UsageNamesTheRemotePoolFlag) {
   EXPECT_NE(UsageText().find("--remote-jobs=N"), std::string::npos);
+}
+
+TEST(CliOptionsTest, MemLogNamesTheDecisionLogFileAndIsOffWithoutIt) {
+  EXPECT_NE(UsageText().find("--mem-log=FILE"), std::string::npos);
+  for (const bool given : {true, false}) {
+    std::vector<std::string> args = {"ninja", "-j2", "target"};
+    if (given) args.insert(args.begin() + 1, "--mem-log=/tmp/decisions.log");
+    std::vector<char*> argv;
+    for (std::string& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    Options options;
+    BuildConfig config;
+    EXPECT_FALSE(ReadFlags(static_cast<int>(args.size()), argv.data(), &options, &config).has_value());
+    EXPECT_EQ(options.mem_log_path, given ? "/tmp/decisions.log" : "");
+    EXPECT_EQ(options.args, std::vector<std::string>{"target"});
+  }
 }
 
 }  // namespace

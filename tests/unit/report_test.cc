@@ -3,7 +3,12 @@
 // without memory measurements).
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <memory>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -12,6 +17,7 @@
 
 #include "headroom/util/byte_size.h"
 #include "headroom/report/build_outputs.h"
+#include "headroom/report/decision_log.h"
 #include "headroom/report/html_report.h"
 #include "headroom/report/report_format.h"
 #include "headroom/report/summary.h"
@@ -47,9 +53,10 @@ void Sample(BuildTimeline* timeline, int64_t t_ms, std::vector<JobUsage> jobs, u
 }
 
 // A small build under a 4 GiB budget: big.o is OOM-killed once and requeued, link waits for memory.
-BuildTimeline SmallBuild(bool keep_details = true) {
+BuildTimeline SmallBuild(bool keep_details = true, TimelineListener* listener = nullptr) {
   BuildTimeline timeline;
   timeline.set_keep_details(keep_details);
+  timeline.set_listener(listener);
   BuildFacts& facts = timeline.facts();
   facts.targets = {"app"};
   facts.parallelism = 4;
@@ -188,6 +195,75 @@ TEST(SummaryTest, TimelineWithoutDetailsKeepsWhatTheSummaryNeeds) {
   }
   for (const MemorySample& sample : brief.samples()) EXPECT_TRUE(sample.jobs.empty());
   EXPECT_FALSE(SmallBuild().jobs()[0].command.empty());
+}
+
+// What a listener is told, one line per event.
+class EventRecorder : public TimelineListener {
+ public:
+  std::vector<std::string> events;
+  void JobStarted(const TimelineJob& job) override {
+    events.push_back("start " + job.output + " " + std::to_string(job.start_ms));
+  }
+  void JobFinished(const TimelineJob& job) override {
+    events.push_back("end " + job.output + " " + std::to_string(job.end_ms) + " " + job.outcome);
+  }
+  void Sample(const MemorySample& sample) override {
+    events.push_back("sample " + std::to_string(sample.t_ms) + " running " + std::to_string(sample.running));
+  }
+  void Mark(const TimelineMarker& marker) override {
+    events.push_back(marker.kind + " " + marker.output + " " + std::to_string(marker.t_ms));
+  }
+};
+
+TEST(TimelineTest, AListenerIsToldOfEveryEventWhateverTheTimelineKeeps) {
+  const std::vector<std::string> expected = {
+      "start obj/big.o 0",           "start obj/small.o 100",       "sample 1000 running 2", "wait app 1200",
+      "sample 2000 running 2",       "end obj/small.o 2500 ok",     "end obj/big.o 3000 oom-killed",
+      "oom obj/big.o 3000",          "requeue obj/big.o 3000",      "start obj/big.o 3100",
+      "sample 4000 running 1",       "end obj/big.o 6000 ok",       "start app 6100",
+      "sample 7000 running 1",       "end app 9000 ok"};
+  for (bool keep_details : {true, false}) {
+    EventRecorder recorder;
+    const BuildTimeline timeline = SmallBuild(keep_details, &recorder);
+    EXPECT_EQ(recorder.events, expected) << "keep_details " << keep_details;
+    EXPECT_EQ(timeline.markers().size(), keep_details ? 3u : 0u);
+  }
+}
+
+TEST(DecisionLogTest, LogsEachDecisionAndReadingsAtMostOnceASecond) {
+  std::string dir_pattern = (std::filesystem::temp_directory_path() / "headroom-decisionlog-XXXXXX").string();
+  const std::string dir = mkdtemp(dir_pattern.data());
+  const std::string path = dir + "/sub/decisions.log";  // a missing directory on the way is made
+  std::string error;
+  {
+    std::unique_ptr<DecisionLog> log = DecisionLog::Open(path, &error);
+    ASSERT_TRUE(log) << error;
+    BuildTimeline timeline = SmallBuild(/*keep_details=*/false, log.get());
+    Sample(&timeline, 7500, {}, 0, 0);  // within a second of the reading at 7.0 s: not logged
+    Sample(&timeline, 8000, {}, 0, 0);
+    log->BuildEnded(timeline.facts(), SmallBuildDecisions(), 0);
+  }
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) {
+    ASSERT_EQ(line[0], '[') << line;
+    lines.push_back(line.substr(line.find("] [") + 2));  // past the wall-clock time: "[level] message"
+  }
+  std::filesystem::remove_all(dir);
+  auto has = [&lines](const std::string& wanted) { return std::count(lines.begin(), lines.end(), wanted) == 1; };
+  EXPECT_TRUE(has("[debug] +0.000s admit obj/big.o: expected ~2.0 GiB (edge history)")) << lines[0];
+  EXPECT_TRUE(has("[debug] +3.100s admit obj/big.o: expected ~5.3 GiB (edge history), after waiting 0.1s"));
+  EXPECT_TRUE(has("[info] +1.200s wait app: needs ~1.5 GiB, 0.8 GiB left after running jobs"));
+  EXPECT_TRUE(has("[warning] +3.000s oom obj/big.o: the kernel's OOM killer ended it"));
+  EXPECT_TRUE(has("[info] +3.000s requeue obj/big.o: retrying alone with 5.3 GiB"));
+  EXPECT_TRUE(has("[debug] +3.000s end obj/big.o: oom-killed (exit 137), peak 3.5 GiB (cgroup), ran 3.0s"));
+  EXPECT_TRUE(has("[debug] +9.000s end app: ok, peak 1.2 GiB (cgroup), ran 2.9s"));
+  EXPECT_TRUE(has("[info] build succeeded (exit 0) after 9.0s: budget 4.0 GiB, reserve 0 B"));
+  std::vector<std::string> readings;
+  for (const std::string& line : lines) {
+    if (line.find(" reading: ") != std::string::npos) readings.push_back(line.substr(8, line.find(' ', 8) - 8));
+  }
+  EXPECT_EQ(readings, (std::vector<std::string>{"+1.000s", "+2.000s", "+4.000s", "+7.000s", "+8.000s"}));
 }
 
 TEST(SummaryTest, QuietUnlessMemoryMatteredOrAsked) {

@@ -19,6 +19,7 @@ struct Options {
   bool phony_cycle_should_err = false;
   std::string trace_path;           // --trace=FILE
   std::string report_path;          // --report=FILE
+  std::string mem_log_path;         // --mem-log=FILE: the memory-decision log; "" = off
   std::string store_dir;            // the per-user history store (absolute); "" = none (--no-store)
 };
 

@@ -73,6 +73,17 @@ struct BuildFacts {
   int exit_code = 0;
 };
 
+// Told of each event as it is recorded, whatever the timeline keeps: the memory-decision log (--mem-log,
+// decision_log.h) subscribes here, so the controllers that feed the timeline feed it too.
+class TimelineListener {
+ public:
+  virtual ~TimelineListener() = default;
+  virtual void JobStarted(const TimelineJob& job) = 0;
+  virtual void JobFinished(const TimelineJob& job) = 0;  // with its end, peak and outcome filled in
+  virtual void Sample(const MemorySample& sample) = 0;
+  virtual void Mark(const TimelineMarker& marker) = 0;
+};
+
 class BuildTimeline {
  public:
   // Without details, the finished jobs kept are the heaviest this many (the summary names the top 3).
@@ -86,6 +97,8 @@ class BuildTimeline {
   // with every job, tick and wait of a long build.
   void set_keep_details(bool keep) { keep_details_ = keep; }
   bool keeps_details() const { return keep_details_; }
+  // Null (the default) tells no one; the listener must outlive the build.
+  void set_listener(TimelineListener* listener) { listener_ = listener; }
   int64_t Elapsed(int64_t clock_ms) const { return clock_ms - origin_ms_; }
 
   // Returns the job's handle, used for JobFinished. Its lane is the lowest one free at its start.
@@ -116,6 +129,7 @@ class BuildTimeline {
 
   int64_t origin_ms_ = 0;
   bool keep_details_ = true;
+  TimelineListener* listener_ = nullptr;
   BuildFacts facts_;
   std::deque<TimelineJob> jobs_;  // a deque: no doubling slack (a vector of 10k jobs held 16k slots)
   std::vector<MemorySample> samples_;
