@@ -74,10 +74,13 @@ def assert_logs_valid(directory: Path, outputs_done: set):
     build_log = harness.parse_build_log((directory / ".ninja_log").read_bytes())
     assert build_log["bad"] == [], build_log
     assert {path for path, _, _ in build_log["entries"]} == outputs_done
+    expected_deps = {o for o in outputs_done if o.endswith(".o")}
+    if not (directory / ".ninja_deps").exists():  # created with the first deps record, as ninja does
+        assert not expected_deps
+        return
     deps_log = harness.parse_deps_log((directory / ".ninja_deps").read_bytes())
     assert deps_log["bad"] == [], deps_log
-    deps_outputs = {record[1] for record in deps_log["records"] if record[0] == "deps"}
-    assert deps_outputs == {o for o in outputs_done if o.endswith(".o")}
+    assert {record[1] for record in deps_log["records"] if record[0] == "deps"} == expected_deps
 
 
 def test_stops_before_the_deadline_when_nothing_else_fits_and_the_next_run_does_the_rest(tmp_path):
@@ -106,7 +109,7 @@ def test_stops_before_the_deadline_when_nothing_else_fits_and_the_next_run_does_
     assert r_ninja.returncode == 0, r_ninja
     r_resume = run(headroom(), ["-j2"], directory, env)
     assert r_resume.returncode == 0, r_resume
-    rest = sorted(set(f"s{i:02d}.o" for i in range(JOBS)) - finished) + ["app"]
+    rest = sorted((set(f"s{i:02d}.o" for i in range(JOBS)) - finished) | {"app"})
     assert sorted(commands(copy)) == rest
     assert sorted(commands(directory)[len(first):]) == rest
     assert not set(first) & set(rest)  # nothing done twice
@@ -179,16 +182,16 @@ def test_help_documents_the_option_and_its_exit_status(tmp_path):
 
 
 def test_plan_says_whether_the_build_fits_the_deadline(tmp_path):
-    directory = project(tmp_path / "w", jobs=6)
+    directory = project(tmp_path / "w", jobs=10)
     env = env_for(tmp_path)
-    assert run(headroom(), ["-j2"], directory, env).returncode == 0  # history: 6 x 0.4 s at -j2, ~1.3 s
+    assert run(headroom(), ["-j2"], directory, env).returncode == 0  # history: 10 x 0.4 s at -j2, over 2 s
     r = run(headroom(), ["-t", "plan", "-j2", "--deadline=1h"], directory, env)
     assert r.returncode == 0, r
     assert re.search(r"^deadline 1h00m: fits \(predicted wall \S+, \S+ to spare\)$", r.stdout, re.M), r.stdout
     r = run(headroom(), ["-t", "plan", "-j2", "--deadline=1s"], directory, env)
     assert r.returncode == 0, r
     match = re.search(r"^deadline 1s: does not fit \(predicted wall \S+\); a build with --deadline=1s gets about "
-                      r"(\d+)% done \(~(\d+)/7 jobs\), the next run the rest$", r.stdout, re.M)
+                      r"(\d+)% done \(~(\d+)/11 jobs\), the next run the rest$", r.stdout, re.M)
     assert match, r.stdout
     assert 0 < int(match.group(1)) < 100
     r = run(headroom(), ["-t", "plan", "--json", "-j2", "--deadline=1s"], directory, env)
