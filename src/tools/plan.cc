@@ -1,4 +1,4 @@
-// `-t plan [-j N] [--mem-budget=SIZE] [--cores=N] [--dirty] [--json] [targets]`: the what-if planner. Replays the
+// `-t plan [-j N] [--mem-budget=SIZE] [--cores=N] [--dirty] [--deadline=D] [--json] [targets]`: the what-if planner. Replays the
 // build of the targets from history and priors through the simulator (sim/planner.h) and prints the predicted wall
 // time and peak, the jobs that can never fit the budget, and the fastest -j here and on common CI machines.
 #include <limits.h>
@@ -23,6 +23,7 @@
 #include "headroom/tools/tool_support.h"
 #include "headroom/tools/tools.h"
 #include "headroom/util/byte_size.h"
+#include "headroom/util/duration.h"
 #include "headroom/util/messages.h"
 
 namespace headroom {
@@ -37,7 +38,7 @@ using sim::SweptShape;
 
 int Usage(bool asked) {
   printf("usage: ninja -t plan [-j N] [--mem-budget=SIZE] [--cores=N] [--peak-at=SHARE] [--dirty] [--json] "
-         "[--load=N] [--trace] [targets]\n\n"
+         "[--load=N] [--deadline=D] [--trace] [targets]\n\n"
          "predict a build of the targets from history and priors (replayed through headroom's own admission code):\n"
          "wall time, peak memory, jobs that can never fit the budget, and the fastest -j here and on CI machines\n\n"
          "  -j N               jobs to run at once [default: the build's -j]\n"
@@ -47,6 +48,8 @@ int Usage(bool asked) {
          "                     while nothing builds; the history is taken to be measured under it too [default: 0]\n"
          "  --peak-at=SHARE    how far into its run a job without a rise curve peaks, 0..1 [default: 0.75]\n"
          "  --dirty            only what is out of date now [default: everything, as a clean build]\n"
+         "  --deadline=D       whether the build at -j N ends within D (5h30m, 90m, 45s), and if not roughly how\n"
+         "                     much of it a build with --deadline=D gets done\n"
          "  --json             one JSON object for machines\n"
          "  --trace            the simulated build at -j N on stderr: each start, end, kill and wait\n");
   return asked ? 0 : 1;
@@ -61,12 +64,13 @@ struct PlanFlags {
   bool dirty = false;
   bool json = false;
   bool trace = false;
+  int64_t deadline_ms = 0;  // --deadline; 0 = none
   std::vector<std::string> targets;
 };
 
 // Parses the tool's flags; returns an exit code when it should stop.
 std::optional<int> ReadPlanFlags(const ToolArgs& args, PlanFlags* flags) {
-  enum { kMemBudget = 256, kCores, kLoad, kPeakAt, kDirty, kJson, kTrace, kHelp };
+  enum { kMemBudget = 256, kCores, kLoad, kPeakAt, kDirty, kJson, kTrace, kHelp, kDeadline };
   static const struct option kLong[] = {{"mem-budget", required_argument, nullptr, kMemBudget},
                                         {"cores", required_argument, nullptr, kCores},
                                         {"peak-at", required_argument, nullptr, kPeakAt},
@@ -75,6 +79,7 @@ std::optional<int> ReadPlanFlags(const ToolArgs& args, PlanFlags* flags) {
                                         {"json", no_argument, nullptr, kJson},
                                         {"trace", no_argument, nullptr, kTrace},
                                         {"help", no_argument, nullptr, kHelp},
+                                        {"deadline", required_argument, nullptr, kDeadline},
                                         {nullptr, 0, nullptr, 0}};
   ToolOptionParser parser(args, "j:h", kLong);
   for (int option; (option = parser.Next()) != -1;) {
@@ -140,6 +145,15 @@ std::optional<int> ReadPlanFlags(const ToolArgs& args, PlanFlags* flags) {
       case kTrace:
         flags->trace = true;
         break;
+      case kDeadline: {
+        std::optional<int64_t> ms = ParseDuration(parser.argument(), &error);
+        if (!ms) {
+          Error("invalid --deadline '{}': {}; expected a duration like 5h30m, 90m or 45s", parser.argument(), error);
+          return 1;
+        }
+        flags->deadline_ms = *ms;
+        break;
+      }
       case 'h':
       case kHelp:
         return Usage(true);
@@ -309,6 +323,36 @@ std::string OutcomeText(const ShapeOutcome& run, const std::vector<PlanJob>& job
   return text;
 }
 
+// How a build at the requested shape meets a deadline: whether it ends in time, and if not roughly how much is
+// done by then (progress taken as steady over the predicted wall: the share of the wall, of the jobs).
+struct DeadlineVerdict {
+  bool fits = false;
+  double share_done = 1.0;
+  size_t jobs_done = 0;
+};
+
+DeadlineVerdict JudgeDeadline(const ShapeOutcome& run, size_t jobs, int64_t deadline_ms) {
+  DeadlineVerdict verdict;
+  verdict.fits = run.completed && run.wall_ms <= deadline_ms;
+  if (!verdict.fits && run.wall_ms > 0)
+    verdict.share_done = std::min(1.0, static_cast<double>(deadline_ms) / static_cast<double>(run.wall_ms));
+  verdict.jobs_done = static_cast<size_t>(std::floor(verdict.share_done * static_cast<double>(jobs)));
+  return verdict;
+}
+
+void PrintDeadline(const ShapeOutcome& run, size_t jobs, int64_t deadline_ms) {
+  const DeadlineVerdict verdict = JudgeDeadline(run, jobs, deadline_ms);
+  if (verdict.fits) {
+    printf("deadline %s: fits (predicted wall %s, %s to spare)\n", DurationText(deadline_ms).c_str(),
+           Seconds(run.wall_ms).c_str(), DurationText(deadline_ms - run.wall_ms).c_str());
+  } else {
+    printf("deadline %s: does not fit (predicted wall %s); a build with --deadline=%s gets about %.0f%% done "
+           "(~%zu/%zu jobs), the next run the rest\n",
+           DurationText(deadline_ms).c_str(), run.completed ? Seconds(run.wall_ms).c_str() : "unknown: it fails",
+           DurationText(deadline_ms).c_str(), 100.0 * verdict.share_done, verdict.jobs_done, jobs);
+  }
+}
+
 void PrintText(const PlanReport& report, const std::vector<PlanJob>& jobs, bool dirty) {
   printf("plan: %zu jobs (%s)\n", jobs.size(), dirty ? "what is out of date now" : "a clean build of the targets");
   printf("figures: %zu measured, %zu estimated from similar jobs, %zu priors; durations: %zu measured", report.measured,
@@ -381,7 +425,7 @@ nlohmann::json SweepJson(const SweptShape& swept, const std::vector<PlanJob>& jo
   return out;
 }
 
-void PrintJson(const PlanReport& report, const std::vector<PlanJob>& jobs, bool dirty) {
+void PrintJson(const PlanReport& report, const std::vector<PlanJob>& jobs, bool dirty, int64_t deadline_ms) {
   nlohmann::json cannot_fit = nlohmann::json::array();
   for (size_t i : report.cannot_fit) {
     cannot_fit.push_back({{"output", jobs[i].output}, {"peak_bytes", report.figures[i].peak_bytes}});
@@ -414,6 +458,11 @@ void PrintJson(const PlanReport& report, const std::vector<PlanJob>& jobs, bool 
       {"per_job", per_job}};
   out["recommendation"] =
       report.this_machine.best ? OutcomeJson(report.this_machine.runs[*report.this_machine.best], jobs) : nlohmann::json();
+  if (deadline_ms > 0) {
+    const DeadlineVerdict verdict = JudgeDeadline(report.requested, jobs.size(), deadline_ms);
+    out["deadline"] = {{"deadline_ms", deadline_ms}, {"fits", verdict.fits}, {"share_done", verdict.share_done},
+                       {"jobs_done", verdict.jobs_done}};
+  }
   printf("%s\n", out.dump(2).c_str());
 }
 
@@ -450,9 +499,10 @@ int ToolPlan(const ToolContext& context, const ToolArgs& args) {
   if (flags.trace) request.trace = stderr;
   const PlanReport report = sim::PlanBuild(jobs, request, MakeEstimatorFactory(context));
   if (flags.json) {
-    PrintJson(report, jobs, flags.dirty);
+    PrintJson(report, jobs, flags.dirty, flags.deadline_ms);
   } else {
     PrintText(report, jobs, flags.dirty);
+    if (flags.deadline_ms > 0) PrintDeadline(report.requested, jobs.size(), flags.deadline_ms);
   }
   return 0;
 }
