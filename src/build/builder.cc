@@ -164,7 +164,8 @@ bool Builder::DeadlineStopsBuild() {
 
 BuildResult Builder::StoppedAtDeadline(std::string* err) {
   const int64_t past = clock_->NowMs() - deadline_->at_ms();
-  const std::string when = past >= 0 ? "deadline reached (" + DurationText(past) + " past it)"
+  // Under a second before it counts as reached: "deadline in 0.0s" says nothing more.
+  const std::string when = past > -1000 ? "deadline reached (" + DurationText(std::max<int64_t>(past, 0)) + " past it)"
                                      : "deadline in " + DurationText(-past) + ": no remaining job fits before it";
   *err = when + ", " + std::to_string(edges_done_) + "/" + std::to_string(plan_.command_edge_count()) +
          " jobs done; run again to resume";

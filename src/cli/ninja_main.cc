@@ -94,11 +94,13 @@ std::unique_ptr<Deadline> NinjaMain::MakeDeadline() {
     job.command = command;
     job.rule = edge->rule->name();
     job.rspfile_content = rspfile_content;
-    const int64_t estimated = estimator->Predict(job, estimator->Profile(job), EstimateDetail::kFiguresOnly).duration_ms;
+    const int64_t estimated =
+        estimator->Predict(job, estimator->Profile(job), EstimateDetail::kFiguresOnly).duration_ms;
     if (estimated > 0) return estimated;
     // No history (e.g. --no-store on a build dir headroom never ran in): the last run ninja logged.
     for (const Node* output : edge->outputs)
-      if (const BuildLogEntry* entry = build_log_.LookupByOutput(output->path)) return entry->end_time - entry->start_time;
+      if (const BuildLogEntry* entry = build_log_.LookupByOutput(output->path))
+        return entry->end_time - entry->start_time;
     return -1;
   };
   const int64_t started = run_started_ms_ >= 0 ? run_started_ms_ : clock_->NowMs();

@@ -1,6 +1,7 @@
-// `-t plan [-j N] [--mem-budget=SIZE] [--cores=N] [--dirty] [--deadline=D] [--json] [targets]`: the what-if planner. Replays the
-// build of the targets from history and priors through the simulator (sim/planner.h) and prints the predicted wall
-// time and peak, the jobs that can never fit the budget, and the fastest -j here and on common CI machines.
+// `-t plan [-j N] [--mem-budget=SIZE] [--cores=N] [--dirty] [--deadline=D] [--json] [targets]`: the what-if
+// planner. Replays the build of the targets from history and priors through the simulator (sim/planner.h) and prints
+// the predicted wall time and peak, the jobs that can never fit the budget, the fastest -j here and on common CI
+// machines, and whether the build fits a deadline.
 #include <limits.h>
 #include <sched.h>
 #include <sys/stat.h>
