@@ -133,6 +133,9 @@ def test_a_job_still_running_at_the_deadline_is_stopped_and_not_recorded(tmp_pat
     assert 2.0 <= elapsed < 2.0 + 1.0 + 5.0  # stopped when its 1 s grace ran out, not after 60 s
     assert not (directory / "long.out").exists()  # removed, as ninja removes an interrupted job's output
     assert_logs_valid(directory, {"quick.out"})
+    memstats = run(headroom(), ["-t", "memstats"], directory, env)  # the history reads back without a warning
+    assert memstats.returncode == 0 and "warning" not in memstats.stderr, memstats
+    assert "long.out" not in memstats.stdout  # the stopped job taught the history nothing
     r_ninja = run(ninja_ref(), ["-n", "-v"], directory, env)  # what ninja 1.13.2 would run next
     assert "echo long.out" in r_ninja.stdout and "quick.out" not in r_ninja.stdout, r_ninja.stdout
 

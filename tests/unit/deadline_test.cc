@@ -128,11 +128,11 @@ class TimedRunner : public ProcessRunner {
   TimedRunner(VirtualFileSystem* fs, ManualClock* clock) : fs_(fs), clock_(clock) {}
   JobId Start(const std::string& command, const JobStartOptions&, std::string*) override {
     std::istringstream words(command);
-    std::string verb, output;
+    std::string verb, output, fails;
     int64_t ms = 0;
-    words >> verb >> ms >> output;
+    words >> verb >> ms >> output >> fails;
     started.push_back(output);
-    jobs_[next_id_] = Job{clock_->now_ms + ms, output};
+    jobs_[next_id_] = Job{clock_->now_ms + ms, output, fails == "fail"};
     return next_id_++;
   }
   WaitResult Wait(int timeout_ms, std::vector<JobExit>* finished) override {
@@ -144,10 +144,11 @@ class TimedRunner : public ProcessRunner {
       return WaitResult::kTimeout;
     }
     clock_->now_ms = next->second.end_ms;
-    fs_->Create(next->second.output);
     JobExit& exit = finished->emplace_back();
     exit.id = next->first;
     exit.exited_normally = true;
+    exit.exit_code = next->second.fails ? 1 : 0;
+    if (!next->second.fails) fs_->Create(next->second.output);
     jobs_.erase(next);
     return WaitResult::kJobsFinished;
   }
@@ -172,6 +173,7 @@ class TimedRunner : public ProcessRunner {
   struct Job {
     int64_t end_ms;
     std::string output;
+    bool fails;
   };
   VirtualFileSystem* fs_;
   ManualClock* clock_;
@@ -284,6 +286,18 @@ TEST_F(DeadlineBuildTest, NearTheDeadlineWorkThatCompletesATargetGoesFirst) {
   EXPECT_EQ(BuildResult::kStoppedAtDeadline, BuildWithDeadline(6000, 1000));
   ASSERT_FALSE(runner_.started.empty());
   EXPECT_EQ("small", runner_.started[0]);
+}
+
+// With -k, a job that failed decides the exit status: running the build again would not fix it.
+TEST_F(DeadlineBuildTest, AFailedJobKeepsItsExitStatusWhenTheDeadlineStopsTheBuild) {
+  config_.parallelism = 1;
+  config_.failures_allowed = INT_MAX;
+  Parse("rule run\n  command = run $ms $out $fails\n"
+        "build bad: run\n  ms = 1000\n  fails = fail\nbuild long: run\n  ms = 9000\nbuild all: phony bad long\n");
+  predictions_ = {{"bad", 1000}, {"long", 9000}};
+  EXPECT_EQ(BuildResult::kFailed, BuildWithDeadline(5000, 500));
+  EXPECT_EQ(1, exit_code_);
+  EXPECT_EQ("deadline in 4s: no remaining job fits before it, 0/2 jobs done; run again to resume (1 failed)", err_);
 }
 
 // A build that cannot end by the deadline does its targets one at a time, the smallest first, so the library
