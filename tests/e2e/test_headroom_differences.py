@@ -94,15 +94,15 @@ def test_usage_is_ninjas_plus_headroom_section(headroom, e2e_config, args):
         assert option in extra
 
 
-def test_help_and_readme_state_the_same_reserve_default(headroom):
+def test_help_and_options_doc_state_the_same_reserve_default(headroom):
     """-h builds its --mem-reserve default from the constants the policy applies (unit-tested in
-    admission_test.cc); the README's option table must state the same formula."""
+    admission_test.cc); the option table of docs/options.md must state the same formula."""
     usage = headroom.run("-h").stderr
     # Two lines: the default, then the one under the build guard.
     stated = re.search(r"--mem-reserve=SIZE .*\n\s*\[default: (.*);\n\s*under the build guard (.*)\]\n", usage)
     assert stated, usage
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    row = next(line for line in readme.splitlines() if line.startswith("| `--mem-reserve=SIZE`"))
+    options = (Path(__file__).resolve().parents[2] / "docs" / "options.md").read_text()
+    row = next(line for line in options.splitlines() if line.startswith("| `--mem-reserve=SIZE`"))
     assert f"default `{stated.group(1)}`, under the build guard `{stated.group(2)}`" in row, row
 
 

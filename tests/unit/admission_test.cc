@@ -256,7 +256,8 @@ TEST(AdmissionTest, UnderTheBuildGuardAGuessIsCountedAtHalfSoLighterWorkRunsBesi
 
 // A box holds headroom itself (in a pip build also pip and python) besides the build's jobs. A guess is capped at a
 // share of what the budget leaves for the jobs, so that the two probes of an unmeasured family start together
-// (session 10: in the real-nvcc benchmark's 4 GiB box the second one missed by a few MiB and started 4.5 s late).
+// (counted against the whole budget, in the real-nvcc benchmark's 4 GiB box the second one missed by a few MiB and
+// started 4.5 s late).
 TEST(AdmissionTest, TwoCappedGuessesFitBesideWhatRunsOutsideTheJobs) {
   AdmissionPolicy guarded({.guarded = true});
   const uint64_t budget = 4 * kGiB, outside = 40 * kMiB;

@@ -292,7 +292,7 @@ TEST(SimulatorTest, MemoryIsKeptForTheNextJobTooBigToShareIt) {
   EXPECT_LE(held.makespan_ms, not_held.makespan_ms);
 }
 
-// The real-nvcc benchmark's shape (docs/benchmarks.md, "final run of session 9"): four nvcc compiles of ~35 s and
+// The real-nvcc benchmark's shape (docs/benchmarks.md, "Real nvcc in a box"): four nvcc compiles of ~35 s and
 // three short C++ files on 2 CPUs at -j8, in a box that holds three of the compiles. ninja -j2 keeps two compiles at a
 // time to the end; a third started beside two others only slows them, and the one that comes last then runs alone
 // while a CPU idles.
@@ -612,8 +612,8 @@ ScaleTable RunScaleComparison(const char* name, const std::vector<SimJob>& jobs,
 
 std::vector<MeasuredCompile> OwnCompiles() { return {std::begin(kOwnCompiles), std::end(kOwnCompiles)}; }
 
-// flash-attn 2.8.3.post2 kernels measured (docs/priors.md: setup.py's flags, one -gencode, --threads 4, all in
-// session 9 on the 2-core box beside a CI run: walls give the order of magnitude only); with none, the
+// flash-attn 2.8.3.post2 kernels measured (docs/priors.md: setup.py's flags, one -gencode, --threads 4, measured
+// on the 2-core box beside a CI run: walls give the order of magnitude only); with none, the
 // flash-attn-like build is made of the own heavy compiles instead, and the table says so. The 72 kernels take these
 // figures in turn: three forward kinds to two backward ones, near flash-attn's set (two thirds forward kernels).
 std::vector<MeasuredCompile> FlashCompiles() {
@@ -660,10 +660,9 @@ void ExpectWarmMatchesBestFixedJ(const ScaleTable& table) {
   }
 }
 
-// Issue #12's cold claim: the first build no slower than the best fixed -j. It does NOT hold yet everywhere
-// (docs/benchmarks.md, "Issue #12"): without the guard, jobs of an unmeasured heavy family start one per peak of
-// the one before, although 256 GiB hold all of them at the prior, until the first member finishes, so the longest
-// compiles (460-824 s) start hundreds of seconds late. The tests that miss are disabled, not loosened.
+// Issue #12's cold claim: the first build no slower than the best fixed -j. It does not hold everywhere
+// (docs/benchmarks.md, "Scale, simulated from measured nvcc profiles"): a cold build cannot tell the long kernels of
+// a class from the short ones, so the longest may start late. The tests that miss are disabled, not loosened.
 void ExpectColdMatchesBestFixedJ(const ScaleTable& table, const char* row) {
   ASSERT_GT(table.best.j, 0);
   EXPECT_LE(table.Row(row).makespan_ms, table.best.makespan_ms) << row << " vs best fixed -j" << table.best.j;
@@ -701,31 +700,31 @@ TEST(SimulatorScaleTest, MixedProjectFromMeasuredProfilesNeverOomsAndWarmAndGuar
   }
 }
 
-// Held since session 10 under the guard (64 cores 1.00x, the CI runner 1.00x); in session 9 it missed at 1.24x:
-// the forward kernels that finish first sized the backward ones a third low, 61 kernels started at once on the
-// 4 GiB CUTLASS prior and froze one another. Since: the prior is 6 GiB (docs/priors.md), a candidate sized from its
+// Holds under the guard (64 cores 1.00x, the CI runner 1.00x). It missed at 1.24x while the forward kernels that
+// finish first sized the backward ones a third low and 61 kernels started at once on a 4 GiB CUTLASS prior and
+// froze one another. What makes it hold: the prior is 6 GiB (docs/priors.md), a candidate sized from its
 // kin needs what a running member already holds (AdmissionPolicy::CountedPeak), and a job past its estimate
 // settles after a long plateau.
 TEST(SimulatorScaleTest, FlashAttnFromMeasuredProfilesGuardedColdMatchesBestFixedJ) {
   for (const MachineShape& shape : kShapes) ExpectColdMatchesBestFixedJ(FlashScale(shape), "guarded cold");
 }
 
-// Misses without the guard on 64 cores: 1.05x (session 9: 1.23x; the CI runner holds, 1.00x). Not the reserve (2 %
-// instead of 5 % gives the same 1455 s, session 16): the last backward kernel in the manifest, the longest, starts at
+// Misses without the guard on 64 cores: 1.05x (the CI runner holds, 1.00x). Not the reserve (2 %
+// instead of 5 % gives the same 1455 s): the last backward kernel in the manifest, the longest, starts at
 // 571 s, when the first backward one ends; nothing in a cold build tells the long kernels of the class apart.
 TEST(SimulatorScaleTest, DISABLED_FlashAttnFromMeasuredProfilesUnguardedColdMatchesBestFixedJ) {
   for (const MachineShape& shape : kShapes) ExpectColdMatchesBestFixedJ(FlashScale(shape), "headroom cold");
 }
 
-// Held since session 9 (0.86x, guarded 0.84x): with the forward kernel alone (session 8) it missed at 1.09x, four
+// Holds (0.86x, guarded 0.84x). With the forward kernel alone it would miss at 1.09x, four
 // 3.8 GiB kernels fitting 16 GiB only with nothing kept free; with forward and backward kernels a fixed -j must be
 // safe for the heaviest mix, while admission packs the lighter ones beside the heavy ones.
 TEST(SimulatorScaleTest, FlashAttnFromMeasuredProfilesOnACiRunnerWarmMatchesBestFixedJ) {
   ExpectWarmMatchesBestFixedJ(FlashScale(kCiRunner));
 }
 
-// Held since session 10 (64 cores 1.20x before: every unmeasured family's probe ran alone until it peaked; a probe
-// is now not waited for while a guess twice too low for every climbing member would still fit).
+// Holds (it was 1.20x on 64 cores while every unmeasured family's probe ran alone until it peaked; a probe
+// is not waited for while a guess twice too low for every climbing member would still fit).
 TEST(SimulatorScaleTest, MixedProjectFromMeasuredProfilesUnguardedColdMatchesBestFixedJ) {
   for (const MachineShape& shape : kShapes) ExpectColdMatchesBestFixedJ(MixedScale(shape), "headroom cold");
 }

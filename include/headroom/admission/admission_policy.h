@@ -101,7 +101,7 @@ inline constexpr uint64_t kDefaultReserveFloor = 512 * kMiB;
 inline constexpr double kDefaultReserveFloorMaxFraction = 0.125;
 // Under the build guard the reserve only absorbs estimate errors until the safety net acts: the guard's cap,
 // not the reserve, stands between an overshoot and the kernel. A smaller one lets a medium job sit beside a
-// heavy one (docs/scheduling.md, "The reserve under the guard"; measured in docs/benchmarks.md, session 8).
+// heavy one (docs/scheduling.md, "The reserve under the guard", with what it measured).
 inline constexpr double kGuardedReserveFraction = 0.02;
 inline constexpr uint64_t kGuardedReserveFloor = 256 * kMiB;
 inline constexpr double kGuardedReserveFloorMaxFraction = 0.04;
@@ -177,8 +177,8 @@ struct AdmissionConfig {
   // estimate: a short job fits beside a long one that is still ramping. The candidate's duration is stretched
   // by rise_horizon_factor and the running job's shortened by rise_time_margin (either may run at another pace
   // than before). A lost bet runs into the reserve and then the safety net, so only under the build guard.
-  // 1.2 and 0.95 since session 15 (1.5 and 0.85 before): warm jobs ran within 1.00-1.10x of their measured
-  // times, and the wider margins kept medium jobs from a heavy job's ramp (docs/benchmarks.md, "Session 15").
+  // 1.2 and 0.95, not the wider 1.5 and 0.85 tried first: warm jobs ran within 1.00-1.10x of their measured
+  // times, and the wider margins kept medium jobs from a heavy job's ramp (docs/scheduling.md, "Rise bets").
   bool rise_bets = false;
   double rise_horizon_factor = 1.2;
   double rise_time_margin = 0.95;
@@ -324,7 +324,7 @@ std::optional<HeadHold> PlanHeadHold(const AdmissionPolicy& policy, const Memory
 // both decide through it. The first candidate that waits for memory is the head: later candidates may
 // overtake it until it has waited starvation_ms; after that nothing may, so memory that frees up is its.
 // An exclusive head also keeps memory from later candidates that would delay its predicted start (HeadHold).
-// (Doing that for every head was measured worse in session 3: docs/scheduling.md.)
+// (Doing that for every head was measured worse: docs/scheduling.md, "Tried and not kept for every head".)
 class AdmissionPass {
  public:
   AdmissionPass(const AdmissionPolicy& policy, const MemoryReading& reading, std::vector<RunningJob> running,
