@@ -162,6 +162,14 @@ bool Builder::DeadlineStopsBuild() {
   });
 }
 
+bool Builder::NothingReadyFitsDeadline() {
+  // Edges held back for another reason (memory other builds still use) may start later; these never will.
+  const int64_t now = clock_->NowMs();
+  const auto& ready = plan_.ready();
+  return !ready.empty() &&
+         std::none_of(ready.begin(), ready.end(), [&](Edge* edge) { return deadline_->MayStart(edge, now); });
+}
+
 BuildResult Builder::StoppedAtDeadline(std::string* err) {
   const int64_t past = clock_->NowMs() - deadline_->at_ms();
   // Under a second before it counts as reached: "deadline in 0.0s" says nothing more.
@@ -317,7 +325,7 @@ BuildResult Builder::Build(std::string* err) {
       continue;
     }
     // Nothing runs, and what is ready is predicted to end past the deadline: stop now, not at the deadline.
-    if (failures_allowed && deadline_ && !config_.dry_run && (deadline_->refused_any() || DeadlineStopsBuild()))
+    if (failures_allowed && deadline_ && !config_.dry_run && (NothingReadyFitsDeadline() || DeadlineStopsBuild()))
       return stop(StoppedAtDeadline(err));
     // Nothing of this build runs, but the controller holds ready work back while other builds free memory.
     if (const int retry_ms = config_.dry_run ? -1 : controller_->IdleRetryMs(); retry_ms >= 0 && failures_allowed) {

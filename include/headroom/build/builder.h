@@ -121,6 +121,8 @@ class Builder {
   Edge* FindReadyEdge(size_t running);
   // Whether the deadline stops the build now: past it, once no running job is predicted to end in the grace.
   bool DeadlineStopsBuild();
+  // Whether every ready edge is predicted to end past the deadline.
+  bool NothingReadyFitsDeadline();
   BuildResult StoppedAtDeadline(std::string* err);
   void Cleanup();
   int64_t NowMs() const;
