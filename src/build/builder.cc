@@ -11,6 +11,7 @@
 #include <climits>
 #include <limits>
 
+#include "headroom/build/deadline.h"
 #include "headroom/exec/jobserver.h"
 #include "headroom/exec/jobserver_server.h"
 #include "headroom/logs/build_log.h"
@@ -20,6 +21,7 @@
 #include "headroom/status/status.h"
 #include "headroom/util/clock.h"
 #include "headroom/util/disk.h"
+#include "headroom/util/duration.h"
 #include "headroom/util/path.h"
 #include "headroom/util/metrics.h"
 
@@ -126,8 +128,62 @@ size_t Builder::ExtraSlots() const { return server_ ? server_->ledger().extra_sl
 int Builder::WaitTimeoutMs() const {
   int timeout = controller_->TickIntervalMs();
   // A slot offered or held may be taken or given back at any moment, and neither wakes the loop.
-  if (ExtraSlots() == 0) return timeout;
-  return timeout < 0 ? kSlotPollMs : std::min(timeout, kSlotPollMs);
+  if (ExtraSlots() != 0) timeout = timeout < 0 ? kSlotPollMs : std::min(timeout, kSlotPollMs);
+  // The deadline (and the end of its grace) must wake the loop even while every job keeps running.
+  if (deadline_) {
+    const int until = static_cast<int>(std::min<int64_t>(deadline_->MsUntilNextCheck(clock_->NowMs()), INT_MAX));
+    timeout = timeout < 0 ? until : std::min(timeout, until);
+  }
+  return timeout;
+}
+
+Edge* Builder::FindReadyEdge(size_t running) {
+  if (!config_.dry_run) controller_->BeginPass();
+  auto allowed = [&](Edge* candidate) {
+    return candidate->is_phony() || config_.dry_run || controller_->MayStart(candidate, running);
+  };
+  if (!deadline_ || config_.dry_run) return plan_.FindWork(allowed);
+  const int64_t now = clock_->NowMs();
+  // As the deadline nears, work that still completes its chain to the targets goes first; then anything
+  // predicted to end before the deadline.
+  Edge* edge = plan_.FindWork([&](Edge* c) { return deadline_->ChainFits(c, now) && allowed(c); });
+  if (edge) return edge;
+  controller_->BeginPass();
+  return plan_.FindWork([&](Edge* c) { return deadline_->MayStart(c, now) && allowed(c); });
+}
+
+bool Builder::DeadlineStopsBuild() {
+  if (!deadline_ || config_.dry_run) return false;
+  const int64_t now = clock_->NowMs();
+  if (!deadline_->Reached(now)) return false;
+  if (deadline_->GraceOver(now)) return true;
+  return std::none_of(running_.begin(), running_.end(), [&](const auto& job) {
+    return deadline_->MayFinishInGrace(job.second.edge, build_start_ms_ + job.second.start_time_ms);
+  });
+}
+
+bool Builder::NothingReadyFitsDeadline() {
+  // Edges held back for another reason (memory other builds still use) may start later; these never will.
+  const int64_t now = clock_->NowMs();
+  const auto& ready = plan_.ready();
+  return !ready.empty() &&
+         std::none_of(ready.begin(), ready.end(), [&](Edge* edge) { return deadline_->MayStart(edge, now); });
+}
+
+BuildResult Builder::StoppedAtDeadline(std::string* err) {
+  const int64_t past = clock_->NowMs() - deadline_->at_ms();
+  // Under a second before it counts as reached: "deadline in 0.0s" says nothing more.
+  const std::string when = past > -1000 ? "deadline reached (" + DurationText(std::max<int64_t>(past, 0)) + " past it)"
+                                     : "deadline in " + DurationText(-past) + ": no remaining job fits before it";
+  *err = when + ", " + std::to_string(edges_done_) + "/" + std::to_string(plan_.command_edge_count()) +
+         " jobs done; run again to resume";
+  // A job that failed (-k) will not pass by running again: its exit status stays the build's.
+  if (failed_jobs_ > 0) {
+    *err += " (" + std::to_string(failed_jobs_) + " failed)";
+    return BuildResult::kFailed;
+  }
+  failure_exit_code_ = kDeadlineExitCode;
+  return BuildResult::kStoppedAtDeadline;
 }
 
 void Builder::ReconcileSlots() {
@@ -153,7 +209,14 @@ void Builder::OfferSlots(size_t running) {
 }
 
 BuildResult Builder::Build(std::string* err) {
-  plan_.PrepareQueue(edge_cost_);
+  if (deadline_ && !config_.dry_run) {
+    // A build that cannot end by the deadline completes its targets one at a time (deadline.h).
+    std::vector<const Edge*> wanted;
+    plan_.AnyWantedCommandEdge([&wanted](const Edge* edge) { return wanted.push_back(edge), false; });
+    plan_.PrepareQueue(deadline_->TargetsFirst(wanted, edge_cost_, config_.parallelism, clock_->NowMs()));
+  } else {
+    plan_.PrepareQueue(edge_cost_);
+  }
   int pending_commands = 0;
   int failures_allowed = config_.failures_allowed;
   status_->BuildStarted();
@@ -174,10 +237,7 @@ BuildResult Builder::Build(std::string* err) {
       for (;;) {
         size_t running = static_cast<size_t>(pending_commands);
         if (!CanStartMore(running + ExtraSlots())) break;
-        if (!config_.dry_run) controller_->BeginPass();
-        Edge* edge = plan_.FindWork([&](Edge* candidate) {
-          return candidate->is_phony() || config_.dry_run || controller_->MayStart(candidate, running);
-        });
+        Edge* edge = FindReadyEdge(running);
         if (!edge) break;
         if (edge->GetBindingBool("generator") && build_log_) {
           // The generator may run `ninja -t restat` on our log; let it see a closed file.
@@ -211,7 +271,10 @@ BuildResult Builder::Build(std::string* err) {
           return stop(BuildResult::kInterrupted);
         }
         controller_->Tick(runner_);
-        if (wait == ProcessRunner::WaitResult::kTimeout) continue;
+        if (wait == ProcessRunner::WaitResult::kTimeout) {
+          if (DeadlineStopsBuild()) return stop(StoppedAtDeadline(err));
+          continue;
+        }
       }
       do {
         if (config_.dry_run) {
@@ -250,15 +313,20 @@ BuildResult Builder::Build(std::string* err) {
           }
           running_.erase(exit.id);
           if (!exit.success()) {
+            ++failed_jobs_;
             failure_exit_code_ = exit.ExitStatusCode();
             if (failures_allowed) --failures_allowed;
           }
         }
       } while (dry_run_next < dry_run_ids.size());
+      if (DeadlineStopsBuild()) return stop(StoppedAtDeadline(err));
       // Finished (or requeued) jobs hand their tokens back to make's pool.
       if (jobserver_) jobserver_->ReleaseTo(static_cast<size_t>(pending_commands) + ExtraSlots());
       continue;
     }
+    // Nothing runs, and what is ready is predicted to end past the deadline: stop now, not at the deadline.
+    if (failures_allowed && deadline_ && !config_.dry_run && (NothingReadyFitsDeadline() || DeadlineStopsBuild()))
+      return stop(StoppedAtDeadline(err));
     // Nothing of this build runs, but the controller holds ready work back while other builds free memory.
     if (const int retry_ms = config_.dry_run ? -1 : controller_->IdleRetryMs(); retry_ms >= 0 && failures_allowed) {
       std::vector<JobExit> none;
@@ -369,6 +437,8 @@ bool Builder::FinishCommand(Edge* edge, JobExit* result, std::string* err) {
   if (!config_.dry_run && !RestatOutputs(edge, &record_mtime, err)) return false;
 
   if (!plan_.EdgeFinished(edge, Plan::EdgeResult::kSucceeded, err)) return false;
+  ++edges_done_;
+  if (deadline_) deadline_->JobFinished(end_time - start_time);
 
   std::string rspfile = edge->GetUnescapedRspfile();
   if (!rspfile.empty() && !config_.keep_rsp) disk_->RemoveFile(rspfile);

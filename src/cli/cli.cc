@@ -143,8 +143,10 @@ int RunPasses(const Options& options, const BuildConfig& config, const Tool* too
               ProcessRunner* runner, Explanations* explain, MemoryProbe* probe, JobMeter* meter,
               BuildTimeline* timeline, MemoryDecisions* decisions, StatusPrinter* status_printer) {
   StatusPrinter& status = *status_printer;
+  const int64_t started_ms = clock->NowMs();  // --deadline counts from here, across regenerations
   for (int cycle = 1; cycle <= kCycleLimit; ++cycle) {
     NinjaMain ninja(config, clock, runner, explain);
+    ninja.set_run_started_ms(started_ms);
     if (probe) ninja.set_memory_services(MemoryServices{probe, meter, LedgerDir()}, &status);
     ninja.set_timeline(timeline);
     if (!ninja.LoadManifest(options, &status)) return 1;

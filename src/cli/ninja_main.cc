@@ -13,6 +13,7 @@
 #include "headroom/admission/memory_controller.h"
 #include "headroom/admission/remote_controller.h"
 #include "headroom/admission/remote_pool.h"
+#include "headroom/build/deadline.h"
 #include "headroom/estimator/estimator.h"
 #include "headroom/estimator/exec_mode.h"
 #include "headroom/exec/jobserver.h"
@@ -54,9 +55,19 @@ void NinjaMain::OpenUserStore() {
 MemoryController* NinjaMain::EnsureMemoryController() {
   if (!memory_.probe || !memory_.meter) return nullptr;
   if (memory_controller_) return memory_controller_.get();
+  MemoryController::Parts parts{memory_.probe, memory_.meter, EnsureEstimator(true), &build_log_, status_, clock_};
+  parts.ledger_dir = memory_.ledger_dir;
+  memory_controller_ = std::make_unique<MemoryController>(parts, config_.memory, config_.explain);
+  return memory_controller_.get();
+}
+
+Estimator* NinjaMain::EnsureEstimator(bool learns) {
+  if (estimator_) return estimator_.get();
   history_ = std::make_unique<HistoryStore>();
   history_->set_keep_completed_runs(false);  // a build never estimates an edge again once it completed
-  std::string warning = history_->Open(LogPath(HistoryStore::kFileName));
+  // Only the memory controller learns; --deadline alone (with --no-memory) reads, creating no file.
+  const std::string path = LogPath(HistoryStore::kFileName);
+  std::string warning = learns ? history_->Open(path) : history_->LoadForReading(path);
   if (!warning.empty()) status_->Warning(warning);
   OpenUserStore();
   // Linkers are estimated from the sizes of what they read.
@@ -67,10 +78,34 @@ MemoryController* NinjaMain::EnsureMemoryController() {
   };
   estimator_ = std::make_unique<Estimator>(history_.get(), sizes);
   estimator_->set_user_store(user_store_.get());
-  MemoryController::Parts parts{memory_.probe, memory_.meter, estimator_.get(), &build_log_, status_, clock_};
-  parts.ledger_dir = memory_.ledger_dir;
-  memory_controller_ = std::make_unique<MemoryController>(parts, config_.memory, config_.explain);
-  return memory_controller_.get();
+  return estimator_.get();
+}
+
+std::unique_ptr<Deadline> NinjaMain::MakeDeadline() {
+  if (config_.deadline_ms <= 0 || config_.dry_run) return nullptr;
+  Estimator* estimator = EnsureEstimator(false);
+  auto predict = [this, estimator](const Edge* edge) -> int64_t {
+    if (edge->outputs.empty()) return -1;
+    const std::string command = edge->EvaluateCommand();
+    const std::string rspfile_content = edge->GetBinding("rspfile_content");
+    JobDescription job;
+    job.output = edge->outputs[0]->path;
+    job.command_hash = build_log_.HashCommand(edge->EvaluateCommand(true));
+    job.command = command;
+    job.rule = edge->rule->name();
+    job.rspfile_content = rspfile_content;
+    const int64_t estimated =
+        estimator->Predict(job, estimator->Profile(job), EstimateDetail::kFiguresOnly).duration_ms;
+    if (estimated > 0) return estimated;
+    // No history (e.g. --no-store on a build dir headroom never ran in): the last run ninja logged.
+    for (const Node* output : edge->outputs)
+      if (const BuildLogEntry* entry = build_log_.LookupByOutput(output->path))
+        return entry->end_time - entry->start_time;
+    return -1;
+  };
+  const int64_t started = run_started_ms_ >= 0 ? run_started_ms_ : clock_->NowMs();
+  return std::make_unique<Deadline>(started + config_.deadline_ms, Deadline::DefaultGraceMs(config_.deadline_ms),
+                                    predict);
 }
 
 JobController* NinjaMain::EnsureRemoteController(MemoryController* memory, const Plan& plan) {
@@ -345,6 +380,9 @@ int NinjaMain::RunBuild(const std::vector<std::string>& args, Status* status) {
     }
   }
   AttachJobController(&builder);
+  if (!status_) status_ = status;  // the history's warnings, when --deadline reads it without the memory features
+  std::unique_ptr<Deadline> deadline = MakeDeadline();
+  builder.set_deadline(deadline.get());
   BuildResult result = builder.Build(&err);
   if (result == BuildResult::kSucceeded) return 0;
   status->Info("build stopped: " + err + ".");

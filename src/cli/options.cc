@@ -17,6 +17,7 @@
 #include "headroom/history/user_store.h"
 #include "headroom/manifest/version.h"
 #include "headroom/util/byte_size.h"
+#include "headroom/util/duration.h"
 #include "headroom/util/messages.h"
 
 namespace headroom {
@@ -39,6 +40,7 @@ enum LongOption {
   kOptRemoteJobs,
   kOptStrictRemote,
   kOptHeadroomVersion,
+  kOptDeadline,
 };
 
 const option kLongOptions[] = {
@@ -58,6 +60,7 @@ const option kLongOptions[] = {
     {"remote-jobs", required_argument, nullptr, kOptRemoteJobs},
     {"strict-remote", no_argument, nullptr, kOptStrictRemote},
     {"headroom-version", no_argument, nullptr, kOptHeadroomVersion},
+    {"deadline", required_argument, nullptr, kOptDeadline},
     {nullptr, 0, nullptr, 0},
 };
 
@@ -180,6 +183,17 @@ bool ApplyRemoteJobs(const std::string& value, BuildConfig* config) {
   return true;
 }
 
+bool ApplyDeadline(const std::string& value, BuildConfig* config) {
+  std::string err;
+  std::optional<int64_t> ms = ParseDuration(value, &err);
+  if (!ms) {
+    Error("invalid --deadline '{}': {}; expected a duration like 5h30m, 90m or 45s", value, err);
+    return false;
+  }
+  config->deadline_ms = *ms;
+  return true;
+}
+
 int CpuQuotaFromCgroup() {
   // cgroup v2 cpu.max ("max 100000" or "200000 100000"), then v1 cfs quota/period.
   std::ifstream v2("/sys/fs/cgroup/cpu.max");
@@ -269,6 +283,9 @@ void PrintUsage(const BuildConfig& config) {
           "                         scheduler, if any]\n"
           "  --strict-remote        a launcher's farm failure (distcc's network exit codes) fails\n"
           "                         the job instead of retrying it locally [default: retry]\n"
+          "  --deadline=DURATION    start no job predicted to end after DURATION (5h30m, 90m,\n"
+          "                         45s) from now; stop there with logs intact, exit status 75;\n"
+          "                         the next run resumes (docs/deadline.md)\n"
           "  --headroom-version     print headroom's own version (--version prints ninja's)\n",
           kNinjaVersion, config.parallelism, DescribeDefaultReserve(";\n                         ").c_str());
 }
@@ -350,6 +367,9 @@ std::optional<int> ReadFlags(int argc, char** argv, Options* options, BuildConfi
         break;
       case kOptNoMemory:
         config->memory.enabled = false;
+        break;
+      case kOptDeadline:
+        if (!ApplyDeadline(optarg, config)) return 1;
         break;
       case kOptRemoteJobs:
         if (!ApplyRemoteJobs(optarg, config)) return 1;

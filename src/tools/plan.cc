@@ -1,6 +1,7 @@
-// `-t plan [-j N] [--mem-budget=SIZE] [--cores=N] [--dirty] [--json] [targets]`: the what-if planner. Replays the
-// build of the targets from history and priors through the simulator (sim/planner.h) and prints the predicted wall
-// time and peak, the jobs that can never fit the budget, and the fastest -j here and on common CI machines.
+// `-t plan [-j N] [--mem-budget=SIZE] [--cores=N] [--dirty] [--deadline=D] [--json] [targets]`: the what-if
+// planner. Replays the build of the targets from history and priors through the simulator (sim/planner.h) and prints
+// the predicted wall time and peak, the jobs that can never fit the budget, the fastest -j here and on common CI
+// machines, and whether the build fits a deadline.
 #include <limits.h>
 #include <sched.h>
 #include <sys/stat.h>
@@ -24,6 +25,7 @@
 #include "headroom/tools/tool_support.h"
 #include "headroom/tools/tools.h"
 #include "headroom/util/byte_size.h"
+#include "headroom/util/duration.h"
 #include "headroom/util/messages.h"
 
 namespace headroom {
@@ -45,6 +47,7 @@ struct PlanFlags {
   bool dirty = false;
   bool json = false;
   bool trace = false;
+  int64_t deadline_ms = 0;  // --deadline; 0 = none
   std::vector<std::string> targets;
 };
 
@@ -100,6 +103,20 @@ void AddPlanFlags(CLI::App& app, PlanFlags* flags) {
          },
          "how far into its run a job without a rise curve peaks, 0..1\n[default: 0.75]")
       ->type_name("SHARE");
+  app.add_option_function<std::string>(
+         "--deadline",
+         [flags](const std::string& text) {
+           std::string error;
+           const std::optional<int64_t> ms = ParseDuration(text, &error);
+           if (!ms) {
+             throw ToolFlagError("invalid --deadline '" + text + "': " + error +
+                                 "; expected a duration like 5h30m, 90m or 45s");
+           }
+           flags->deadline_ms = *ms;
+         },
+         "whether the build at -j N ends within D (5h30m, 90m, 45s), and if not\n"
+         "roughly how much of it a build with --deadline=D gets done")
+      ->type_name("D");
   app.add_flag("--dirty", flags->dirty, "only what is out of date now [default: everything, as a clean\nbuild]");
   app.add_flag("--json", flags->json, "one JSON object for machines");
   app.add_flag("--trace", flags->trace, "the simulated build at -j N on stderr: each start, end, kill\nand wait");
@@ -274,6 +291,36 @@ std::string OutcomeText(const ShapeOutcome& run, const std::vector<PlanJob>& job
   return text;
 }
 
+// How a build at the requested shape meets a deadline: whether it ends in time, and if not roughly how much is
+// done by then (progress taken as steady over the predicted wall: the share of the wall, of the jobs).
+struct DeadlineVerdict {
+  bool fits = false;
+  double share_done = 1.0;
+  size_t jobs_done = 0;
+};
+
+DeadlineVerdict JudgeDeadline(const ShapeOutcome& run, size_t jobs, int64_t deadline_ms) {
+  DeadlineVerdict verdict;
+  verdict.fits = run.completed && run.wall_ms <= deadline_ms;
+  if (!verdict.fits && run.wall_ms > 0)
+    verdict.share_done = std::min(1.0, static_cast<double>(deadline_ms) / static_cast<double>(run.wall_ms));
+  verdict.jobs_done = static_cast<size_t>(std::floor(verdict.share_done * static_cast<double>(jobs)));
+  return verdict;
+}
+
+void PrintDeadline(const ShapeOutcome& run, size_t jobs, int64_t deadline_ms) {
+  const DeadlineVerdict verdict = JudgeDeadline(run, jobs, deadline_ms);
+  if (verdict.fits) {
+    printf("deadline %s: fits (predicted wall %s, %s to spare)\n", DurationText(deadline_ms).c_str(),
+           Seconds(run.wall_ms).c_str(), DurationText(deadline_ms - run.wall_ms).c_str());
+  } else {
+    printf("deadline %s: does not fit (predicted wall %s); a build with --deadline=%s gets about %.0f%% done "
+           "(~%zu/%zu jobs), the next run the rest\n",
+           DurationText(deadline_ms).c_str(), run.completed ? Seconds(run.wall_ms).c_str() : "unknown: it fails",
+           DurationText(deadline_ms).c_str(), 100.0 * verdict.share_done, verdict.jobs_done, jobs);
+  }
+}
+
 void PrintText(const PlanReport& report, const std::vector<PlanJob>& jobs, bool dirty) {
   printf("plan: %zu jobs (%s)\n", jobs.size(), dirty ? "what is out of date now" : "a clean build of the targets");
   printf("figures: %zu measured, %zu estimated from similar jobs, %zu priors; durations: %zu measured", report.measured,
@@ -346,7 +393,7 @@ nlohmann::json SweepJson(const SweptShape& swept, const std::vector<PlanJob>& jo
   return out;
 }
 
-void PrintJson(const PlanReport& report, const std::vector<PlanJob>& jobs, bool dirty) {
+void PrintJson(const PlanReport& report, const std::vector<PlanJob>& jobs, bool dirty, int64_t deadline_ms) {
   nlohmann::json cannot_fit = nlohmann::json::array();
   for (size_t i : report.cannot_fit) {
     cannot_fit.push_back({{"output", jobs[i].output}, {"peak_bytes", report.figures[i].peak_bytes}});
@@ -379,6 +426,11 @@ void PrintJson(const PlanReport& report, const std::vector<PlanJob>& jobs, bool 
       {"per_job", per_job}};
   out["recommendation"] =
       report.this_machine.best ? OutcomeJson(report.this_machine.runs[*report.this_machine.best], jobs) : nlohmann::json();
+  if (deadline_ms > 0) {
+    const DeadlineVerdict verdict = JudgeDeadline(report.requested, jobs.size(), deadline_ms);
+    out["deadline"] = {{"deadline_ms", deadline_ms}, {"fits", verdict.fits}, {"share_done", verdict.share_done},
+                       {"jobs_done", verdict.jobs_done}};
+  }
   printf("%s\n", out.dump(2).c_str());
 }
 
@@ -415,9 +467,10 @@ int ToolPlan(const ToolContext& context, const ToolArgs& args) {
   if (flags.trace) request.trace = stderr;
   const PlanReport report = sim::PlanBuild(jobs, request, MakeEstimatorFactory(context));
   if (flags.json) {
-    PrintJson(report, jobs, flags.dirty);
+    PrintJson(report, jobs, flags.dirty, flags.deadline_ms);
   } else {
     PrintText(report, jobs, flags.dirty);
+    if (flags.deadline_ms > 0) PrintDeadline(report.requested, jobs.size(), flags.deadline_ms);
   }
   return 0;
 }

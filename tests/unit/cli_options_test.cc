@@ -45,5 +45,32 @@ TEST(CliOptionsTest, MemLogNamesTheDecisionLogFileAndIsOffWithoutIt) {
   }
 }
 
+TEST(CliOptionsTest, DeadlineIsReadAsMillisecondsAndDocumentedWithItsExitStatus) {
+  std::vector<std::string> words{"ninja", "--deadline=1h30m", "all"};
+  std::vector<char*> argv;
+  for (std::string& word : words) argv.push_back(word.data());
+  Options options;
+  BuildConfig config;
+  EXPECT_EQ(std::nullopt, ReadFlags(static_cast<int>(argv.size()), argv.data(), &options, &config));
+  EXPECT_EQ(90 * 60 * 1000, config.deadline_ms);
+  EXPECT_EQ(std::vector<std::string>{"all"}, options.args);
+  const std::string usage = UsageText();
+  EXPECT_NE(usage.find("--deadline=DURATION"), std::string::npos) << usage;
+  EXPECT_NE(usage.find("exit status 75"), std::string::npos) << usage;
+}
+
+TEST(CliOptionsTest, BadDeadlineIsAnErrorExit) {
+  std::vector<std::string> words{"ninja", "--deadline=90"};
+  std::vector<char*> argv;
+  for (std::string& word : words) argv.push_back(word.data());
+  Options options;
+  BuildConfig config;
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(1, ReadFlags(static_cast<int>(argv.size()), argv.data(), &options, &config));
+  EXPECT_EQ("ninja: error: invalid --deadline '90': '90' has no unit (h, m or s); expected a duration like 5h30m, 90m "
+            "or 45s\n",
+            testing::internal::GetCapturedStderr());
+}
+
 }  // namespace
 }  // namespace headroom

@@ -33,6 +33,8 @@ struct BuildConfig {
   // --jobserver[=fifo|pipe]: serve a jobserver to the jobs (docs/jobserver.md); off by default.
   enum class ServeJobserver { kOff, kFifo, kPipe };
   ServeJobserver serve_jobserver = ServeJobserver::kOff;
+  // --deadline=DURATION as ms from the start of the run; 0 = none (docs/deadline.md).
+  int64_t deadline_ms = 0;
 };
 
 }  // namespace headroom

@@ -20,6 +20,7 @@ namespace headroom {
 
 class BuildLog;
 class Clock;
+class Deadline;
 class DepsLog;
 class DiskInterface;
 class JobserverClient;
@@ -59,7 +60,8 @@ class JobController {
   virtual void BuildEnded() {}
 };
 
-enum class BuildResult { kSucceeded, kFailed, kInterrupted };
+// kStoppedAtDeadline: --deadline stopped it (docs/deadline.md); what finished is recorded, the next run resumes.
+enum class BuildResult { kSucceeded, kFailed, kInterrupted, kStoppedAtDeadline };
 
 class Builder {
  public:
@@ -73,7 +75,8 @@ class Builder {
 
   // Runs the build. On failure *err holds the "build stopped" reason.
   BuildResult Build(std::string* err);
-  // Exit status for a failed build: the failing job's code (1.13 semantics), 130 when interrupted.
+  // Exit status for a failed build: the failing job's code (1.13 semantics), 130 when interrupted,
+  // kDeadlineExitCode when stopped at the deadline.
   int failure_exit_code() const { return failure_exit_code_; }
 
   void set_runner(ProcessRunner* runner) { runner_ = runner; }
@@ -88,6 +91,9 @@ class Builder {
   void set_lock_file_path(std::string path) { lock_file_path_ = std::move(path); }
   // Priority: weight of each edge on the critical path (default: ninja's 1 per command edge).
   void set_edge_cost(std::function<EdgeWeight(const Edge*)> cost) { edge_cost_ = std::move(cost); }
+
+  // --deadline: jobs start only when predicted to end before it, and the build stops there. Not owned.
+  void set_deadline(Deadline* deadline) { deadline_ = deadline; }
 
   Plan& plan() { return plan_; }
   DependencyScan& scan() { return scan_; }
@@ -110,6 +116,14 @@ class Builder {
   void OfferSlots(size_t running);
   size_t ExtraSlots() const;
   int WaitTimeoutMs() const;
+  // The next ready edge that -j, the controller and the deadline allow (with a deadline: one whose chain to
+  // the targets still fits first).
+  Edge* FindReadyEdge(size_t running);
+  // Whether the deadline stops the build now: past it, once no running job is predicted to end in the grace.
+  bool DeadlineStopsBuild();
+  // Whether every ready edge is predicted to end past the deadline.
+  bool NothingReadyFitsDeadline();
+  BuildResult StoppedAtDeadline(std::string* err);
   void Cleanup();
   int64_t NowMs() const;
   int64_t PreviousDurationMs(const Edge* edge) const;
@@ -136,6 +150,9 @@ class Builder {
   std::vector<JobId> dry_run_finished_;
   JobId next_dry_run_id_ = -1;  // dry-run jobs get negative ids
   int failure_exit_code_ = 1;
+  Deadline* deadline_ = nullptr;
+  int edges_done_ = 0;   // command edges finished successfully in this Build
+  int failed_jobs_ = 0;  // and those that failed (-k)
 };
 
 }  // namespace headroom

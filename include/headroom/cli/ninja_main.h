@@ -8,6 +8,7 @@
 
 #include "headroom/build/build_config.h"
 #include "headroom/build/builder.h"
+#include "headroom/build/deadline.h"
 #include "headroom/cli/options.h"
 #include "headroom/graph/graph.h"
 #include "headroom/logs/build_log.h"
@@ -71,6 +72,8 @@ class NinjaMain : public BuildLog::Liveness {
   RemoteController* remote_controller() const { return remote_controller_.get(); }
   // Records the builds this pass runs (jobs, memory, decisions) for --trace/--report; nullable.
   void set_timeline(BuildTimeline* timeline) { timeline_ = timeline; }
+  // When the run began on the clock: --deadline counts from there (a manifest regeneration included).
+  void set_run_started_ms(int64_t ms) { run_started_ms_ = ms; }
   ~NinjaMain() override;
 
  private:
@@ -80,6 +83,11 @@ class NinjaMain : public BuildLog::Liveness {
   // The memory controller (or the trace's job recorder), attached once the build has work to do.
   void AttachJobController(Builder* builder);
   MemoryController* EnsureMemoryController();
+  // The history and the estimator over it (for the memory controller and --deadline's predictions).
+  // `learns`: the history file is opened for appending (else only read).
+  Estimator* EnsureEstimator(bool learns);
+  // --deadline: predictions from the estimator, else the log's last run; null without the option.
+  std::unique_ptr<Deadline> MakeDeadline();
   // Wraps the memory controller when a remote pool is known (--remote-jobs or distcc's host list).
   JobController* EnsureRemoteController(MemoryController* memory, const Plan& plan);
   void OpenUserStore();
@@ -104,6 +112,7 @@ class NinjaMain : public BuildLog::Liveness {
   BuildLog build_log_;
   DepsLog deps_log_;
   std::string build_dir_;
+  int64_t run_started_ms_ = -1;  // -1: when this pass's build begins
 };
 
 }  // namespace headroom
