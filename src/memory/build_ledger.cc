@@ -521,6 +521,7 @@ std::unique_ptr<BuildLedger> BuildLedger::Open(const std::string& dir, const Led
   }
   ledger->self_ = std::move(entry);
   ledger->record_bytes_ = record.size();
+  ledger->written_ms_ = MonotonicMs();
   return ledger;
 }
 
@@ -548,9 +549,19 @@ bool BuildLedger::Publish(const LedgerEntry& self) {
   next.updated_ms = self.updated_ms > 0 ? self.updated_ms : MonotonicMs();
   const std::string record = PaddedRecord(next, record_bytes_);
   if (!WriteRecordAt0(entry_fd_, record)) return false;
+  written_ms_ = MonotonicMs();
   self_ = std::move(next);
   record_bytes_ = record.size();
   return true;
+}
+
+bool BuildLedger::PublishCoalesced(const LedgerEntry& self, int64_t now_ms) {
+  const uint64_t owed = ClampClaim(self.owed_bytes);
+  const bool matters_now = ClampClaim(self.budget_bytes) != self_.budget_bytes ||
+                           ClampClaim(self.waiting_bytes) != self_.waiting_bytes ||
+                           (owed == 0) != (self_.owed_bytes == 0);
+  if (!matters_now && (now_ms > 0 ? now_ms : MonotonicMs()) - written_ms_ < kLedgerCoalesceMs) return true;
+  return Publish(self);
 }
 
 std::vector<LedgerEntry> BuildLedger::Others() {
