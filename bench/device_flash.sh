@@ -30,9 +30,10 @@ OUT="${OUT:-/tmp/device-flash}"
 CUDA_HOME="${CUDA_HOME:-/usr/local/cuda}"
 
 die() { echo "device_flash.sh: $*" >&2; exit 2; }
+[ -e "$SDIST" ] || die "no sdist at $SDIST"
 [ -x "$HEADROOM" ] || die "no headroom binary at $HEADROOM"
 [ -n "$NINJA" ] && [ -x "$NINJA" ] || die "no ninja 1.13.2 (set NINJA)"
-[ "$("$NINJA" --version)" = "1.13.2" ] || die "$NINJA is not ninja 1.13.2"
+case "$("$NINJA" --version)" in 1.13.2*) ;; *) die "$NINJA is not ninja 1.13.2";; esac  # pip's says 1.13.2.git.kitware...
 [ -x "$CUDA_HOME/bin/nvcc" ] || die "no nvcc at $CUDA_HOME/bin/nvcc"
 "$PYTHON" -c 'import torch, torch.utils.cpp_extension, psutil; assert torch.version.cuda' 2>/dev/null \
   || die "$PYTHON has no CUDA build of torch (or psutil, which flash-attn's setup.py imports)"
