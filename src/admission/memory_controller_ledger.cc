@@ -67,25 +67,21 @@ void MemoryController::OpenLedger() {
                                      "cannot see this one's reservations, nor it theirs";
 }
 
-// What this build's jobs still owe, less the jobs whose nested build publishes its own (counted there).
-uint64_t MemoryController::OwedByOwnJobs() const {
-  uint64_t owed = 0;
-  for (const auto& [id, running] : running_) {
-    if (nested_owed_.count(running.meter_key)) continue;
-    owed = SaturatingAdd(owed, running.job.Owes() + slot_costs_.Charge(id));
-  }
-  return owed;
-}
-
+// Called on every job start and end and every tick: one pass over the running jobs for what they hold and what they
+// still owe (less the jobs whose nested build publishes its own, counted there), and a write only when the
+// ledger's coalescing lets one through (BuildLedger::PublishCoalesced; the ticks flush what it held back).
 void MemoryController::PublishToLedger() {
   if (!ledger_) return;
-  ledger_self_.owed_bytes = OwedByOwnJobs();
-  uint64_t used = 0;
-  for (const auto& [id, running] : running_) used = SaturatingAdd(used, running.job.rss);
+  uint64_t owed = 0, used = 0;
+  for (const auto& [id, running] : running_) {
+    used = SaturatingAdd(used, running.job.rss);
+    if (!nested_owed_.count(running.meter_key)) owed = SaturatingAdd(owed, running.job.Owes() + slot_costs_.Charge(id));
+  }
+  ledger_self_.owed_bytes = owed;
   ledger_self_.used_bytes = used;
   ledger_self_.budget_bytes = budget_bytes_;
   ledger_self_.updated_ms = 0;  // now, on the ledger's clock (shared by every build)
-  ledger_->Publish(ledger_self_);
+  ledger_->PublishCoalesced(ledger_self_);
 }
 
 // Re-reads the other builds' entries at most every kLedgerReuseMs. A build counts when its jobs live below the

@@ -19,6 +19,7 @@
 #include "headroom/util/byte_size.h"
 #include "headroom/util/duration.h"
 #include "headroom/util/messages.h"
+#include "headroom/util/test_cpus.h"
 
 namespace headroom {
 
@@ -214,6 +215,7 @@ int CpuQuotaFromCgroup() {
 }  // namespace
 
 int UsableCpus() {
+  if (const int test_cpus = TestCpusOverride(); test_cpus > 0) return test_cpus;
   int processors = 0;
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof(set), &set) == 0) processors = CPU_COUNT(&set);

@@ -506,12 +506,16 @@ bool JobCgroups::RemoveJob(int job_key, std::string* err) {
   Job* job = Find(job_key);
   if (job == nullptr) return true;
   DiscardPrepared(*job);  // a child the job was never handed to (it started another way, or not at all)
-  if (!CgroupTreePids(job->dir).empty()) {
+  // The group's directory is listed once per job end (it is one of the costs every job pays).
+  const std::vector<std::string> children = CgroupChildren(job->dir);
+  bool has_processes = !CgroupPids(job->dir).empty();
+  for (size_t i = 0; i < children.size() && !has_processes; ++i) has_processes = !CgroupTreePids(children[i]).empty();
+  if (has_processes) {
     *err = fmt::format("cgroup {} still has processes", job->dir);
     return false;
   }
   // A job that made groups of its own (a nested headroom's leaf, guard and build groups) is not reused.
-  if (!CgroupChildren(job->dir).empty()) {
+  if (!children.empty()) {
     if (!RemoveDir(job->freezer_dir, err)) return false;
     if (!RemoveCgroupTree(job->dir)) {
       *err = fmt::format("cannot remove cgroup {} and the groups below it", job->dir);

@@ -27,6 +27,7 @@
 #include "headroom/util/byte_size.h"
 #include "headroom/util/duration.h"
 #include "headroom/util/messages.h"
+#include "headroom/util/test_cpus.h"
 
 namespace headroom {
 namespace {
@@ -134,6 +135,7 @@ std::optional<int> ReadPlanFlags(const ToolArgs& args, PlanFlags* flags) {
 }
 
 double MachineCpus() {
+  if (const int test_cpus = TestCpusOverride(); test_cpus > 0) return test_cpus;  // util/test_cpus.h
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
   return std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));

@@ -1,6 +1,9 @@
-// Tests for the command-line options: what -h states about headroom's defaults, and headroom's own flags.
+// Tests for the command-line options: what -h states about headroom's defaults, headroom's own flags, and the CPU
+// count they start from.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -70,6 +73,44 @@ TEST(CliOptionsTest, BadDeadlineIsAnErrorExit) {
   EXPECT_EQ("ninja: error: invalid --deadline '90': '90' has no unit (h, m or s); expected a duration like 5h30m, 90m "
             "or 45s\n",
             testing::internal::GetCapturedStderr());
+}
+
+
+// Sets an environment variable for one test and puts back what was there.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = getenv(name)) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      setenv(name_, old_->c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+TEST(CliOptionsTest, TheTestCpuCountReplacesTheMachinesAndSetsTheDefaultJobs) {
+  {
+    ScopedEnv cpus("HEADROOM_TEST_CPUS", "64");
+    EXPECT_EQ(UsableCpus(), 64);
+    EXPECT_EQ(GuessParallelism(UsableCpus()), 66);
+  }
+  int real = 0;
+  {
+    ScopedEnv none("HEADROOM_TEST_CPUS", "");
+    real = UsableCpus();
+  }
+  for (const char* bad : {"0", "-4", "64x", "lots", "100000"}) {
+    ScopedEnv cpus("HEADROOM_TEST_CPUS", bad);
+    EXPECT_EQ(UsableCpus(), real) << bad;  // not a count: the machine's own
+  }
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -386,6 +387,43 @@ TEST(BuildLedgerTest, PublishSkipsUnchangedFiguresAndClampsClaims) {
   const LedgerEntry seen = reader->Others().at(0);
   EXPECT_EQ(seen.owed_bytes, kMaxLedgerClaimBytes);
   EXPECT_EQ(seen.updated_ms, 2000);
+}
+
+// The ledger's clock, read before a write: a write's own time is at or after it.
+int64_t LedgerClockMs() {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<int64_t>(now.tv_sec) * 1000 + now.tv_nsec / 1000000;
+}
+
+TEST(BuildLedgerTest, PublishCoalescedHoldsBackOwedChangesButNotTheOnesThatMatter) {
+  LedgerTempDir temp;
+  auto reader = OpenOrFail(temp.ledger(), Figures("1-1", 0));
+  auto writer = OpenOrFail(temp.ledger(), Figures("2-2", 5));
+  ASSERT_TRUE(reader && writer);
+  auto owed_seen = [&]() { return reader->Others().at(0).owed_bytes; };
+  int64_t before = LedgerClockMs();
+  ASSERT_TRUE(writer->Publish(Figures("", 6)));
+  // Within kLedgerCoalesceMs of that write, a change of owed (or used) alone waits for a later call.
+  ASSERT_TRUE(writer->PublishCoalesced(Figures("", 7, 99), before + 1));
+  EXPECT_EQ(owed_seen(), 6u);
+  // Owed going to zero (the last job ended) and back (the first job started) is written at once.
+  ASSERT_TRUE(writer->PublishCoalesced(Figures("", 0), before + 1));
+  EXPECT_EQ(owed_seen(), 0u);
+  before = LedgerClockMs();
+  ASSERT_TRUE(writer->PublishCoalesced(Figures("", 9), before + 1));
+  EXPECT_EQ(owed_seen(), 9u);
+  // So is a change of what the build waits for, or of its budget.
+  LedgerEntry waiting = Figures("", 9);
+  waiting.waiting_bytes = 1 << 20;
+  ASSERT_TRUE(writer->PublishCoalesced(waiting, before + 1));
+  EXPECT_EQ(reader->Others().at(0).waiting_bytes, 1u << 20);
+  // A held change goes out with the first call after the interval (a tick of the build, at the latest).
+  waiting.owed_bytes = 10;
+  ASSERT_TRUE(writer->PublishCoalesced(waiting, before + 1));
+  EXPECT_EQ(owed_seen(), 9u);
+  ASSERT_TRUE(writer->PublishCoalesced(waiting, before + kLedgerCoalesceMs + 10'000));
+  EXPECT_EQ(owed_seen(), 10u);
 }
 
 TEST(BuildLedgerTest, AShorterRecordReplacesALongerOneWhole) {

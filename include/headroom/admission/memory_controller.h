@@ -242,7 +242,6 @@ class MemoryController : public JobController {
   // --- machine-wide ledger (memory_controller_ledger.cc, docs/build-ledger.md) ---
   std::string JobsCgroupPath() const;
   void OpenLedger();
-  uint64_t OwedByOwnJobs() const;
   void PublishToLedger();
   void RefreshOtherBuilds(int64_t now);
   // Holds back of `reading` what the other builds sharing this build's memory still owe.

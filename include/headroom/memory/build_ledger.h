@@ -32,6 +32,8 @@ struct LedgerEntry {
   int64_t updated_ms = 0;    // CLOCK_MONOTONIC ms of the last publish (system-wide clock)
 };
 
+// The longest PublishCoalesced holds back a change of owed or used alone.
+inline constexpr int64_t kLedgerCoalesceMs = 50;
 // The most one entry may claim for any byte figure (1 PiB); larger figures read back as this. A hostile entry
 // can therefore make other builds' admission see no room, never fail them: admission's forward-progress rule
 // still starts a job whenever none of a build's own runs.
@@ -62,6 +64,12 @@ class BuildLedger {
   // (owed, used and budget as last written; updated_ms alone is no change). self.updated_ms 0 means now.
   // Figures above kMaxLedgerClaimBytes are published as that. False when the write failed.
   bool Publish(const LedgerEntry& self);
+  // Publish for figures that change with every job start and end: a change of owed or used alone is written at most
+  // once per kLedgerCoalesceMs (readers re-read no more often than every 100 ms anyway), and otherwise left to a
+  // later call, which the caller makes at least every sampling interval while its jobs run. Written at once: a
+  // change of budget or waiting, and owed going to or from zero (a build's first job, its last one's end).
+  // now_ms 0 means now (CLOCK_MONOTONIC ms). True when nothing failed (a held change is no failure).
+  bool PublishCoalesced(const LedgerEntry& self, int64_t now_ms = 0);
   // The live entries of every *other* build. Entries of dead builds are never returned (and removed when
   // this user may remove them). Malformed entries are skipped, values clamped to sane bounds.
   std::vector<LedgerEntry> Others();
@@ -79,6 +87,7 @@ class BuildLedger {
   std::string entry_name_;
   int entry_fd_ = -1;        // held with an exclusive flock for the entry's whole life (O_CLOEXEC)
   LedgerEntry self_;         // what was last written
+  int64_t written_ms_ = 0;   // when it was written (CLOCK_MONOTONIC ms)
   size_t record_bytes_ = 0;  // length of the longest record written: shorter ones are padded to it
   std::map<std::string, LedgerEntry> last_good_;  // by file name: each live entry's last whole reading
 };
