@@ -38,6 +38,7 @@ enum LongOption {
   kOptRemoteJobs,
   kOptStrictRemote,
   kOptHeadroomVersion,
+  kOptContentHash,
 };
 
 const option kLongOptions[] = {
@@ -56,6 +57,7 @@ const option kLongOptions[] = {
     {"remote-jobs", required_argument, nullptr, kOptRemoteJobs},
     {"strict-remote", no_argument, nullptr, kOptStrictRemote},
     {"headroom-version", no_argument, nullptr, kOptHeadroomVersion},
+    {"content-hash", no_argument, nullptr, kOptContentHash},
     {nullptr, 0, nullptr, 0},
 };
 
@@ -264,6 +266,9 @@ void PrintUsage(const BuildConfig& config) {
           "                         scheduler, if any]\n"
           "  --strict-remote        a launcher's farm failure (distcc's network exit codes) fails\n"
           "                         the job instead of retrying it locally [default: retry]\n"
+          "  --content-hash         an input whose mtime changed but whose content did not\n"
+          "                         leaves what it builds clean (a cached build dir on a\n"
+          "                         fresh checkout); hashes kept in .headroom_hashes\n"
           "  --headroom-version     print headroom's own version (--version prints ninja's)\n",
           kNinjaVersion, config.parallelism, DescribeDefaultReserve(";\n                         ").c_str());
 }
@@ -351,6 +356,9 @@ std::optional<int> ReadFlags(int argc, char** argv, Options* options, BuildConfi
         break;
       case kOptStrictRemote:
         config->memory.strict_remote = true;
+        break;
+      case kOptContentHash:
+        config->content_hash = true;
         break;
       case kOptTrace:
         options->trace_path = optarg;

@@ -4,6 +4,7 @@
 #include <deque>
 
 #include "headroom/logs/build_log.h"
+#include "headroom/scan/content_hashes.h"
 #include "headroom/util/disk.h"
 
 namespace headroom {
@@ -102,7 +103,19 @@ bool DependencyScan::RecomputeEdgeDirty(Edge* edge, std::vector<Node*>* stack, s
     }
   }
 
+  const bool inputs_or_deps_dirty = dirty;
   if (!dirty && !RecomputeOutputsDirty(edge, most_recent_input, &dirty, err)) return false;
+  if (content_hashes_ && !inputs_or_deps_dirty) {
+    // Only the outputs' verdict (mtimes, log, command) may be overruled, and only by unchanged contents.
+    if (!dirty) {
+      content_hashes_->AdoptClean(edge);
+    } else if (content_hashes_->ReconcileUnchanged(edge, most_recent_input, err)) {
+      explanations_.Record(node, "contents of {}'s inputs unchanged; clean", node->path);
+      dirty = false;
+    } else if (!err->empty()) {
+      return false;
+    }
+  }
 
   if (dirty) {
     for (Node* output : edge->outputs) output->dirty = true;

@@ -12,6 +12,7 @@
 namespace headroom {
 
 class BuildLog;
+class ContentHashes;
 class DepsLog;
 class DiskInterface;
 
@@ -75,6 +76,8 @@ class DependencyScan {
 
   BuildLog* build_log() const { return build_log_; }
   void set_build_log(BuildLog* log) { build_log_ = log; }
+  // --content-hash: edges dirty only by mtimes are clean when their contents are (content_hashes.h).
+  void set_content_hashes(ContentHashes* hashes) { content_hashes_ = hashes; }
   Explanations* explanations() const { return explanations_.get(); }
 
  private:
@@ -88,6 +91,7 @@ class DependencyScan {
                             Node* output);
 
   BuildLog* build_log_;
+  ContentHashes* content_hashes_ = nullptr;
   DiskInterface* disk_;
   ImplicitDepLoader dep_loader_;
   DyndepLoader dyndep_loader_;
