@@ -320,3 +320,62 @@ def test_random_edits_never_leave_a_stale_output(headroom, tmp_path, seed):
             saved = tmp_path / ("cache%d" % step)
             save_build_dir(ws, saved)
             caches.append(saved)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# dyndep: the inputs a dyndep file adds are hashed like any other.
+
+DYNDEP_MANIFEST = """\
+rule dd
+  command = echo $out >> cmds.log && ./dd.sh $in $out
+rule catall
+  command = echo $out >> cmds.log && cat $in $$(cat d.list) > $out
+build d.dd: dd d.list
+build d.out: catall d.c || d.dd
+  dyndep = d.dd
+"""
+DD = """\
+{ echo 'ninja_dyndep_version = 1'; printf 'build d.out: dyndep |'; for f in $(cat "$1"); do printf ' %s' "$f"; done; echo; } > "$2"
+"""
+DYNDEP_SOURCES = {"d.c": "main\n", "d.list": "extra1.txt\n", "extra1.txt": "one\n", "extra2.txt": "two\n"}
+DYNDEP_OUTPUTS = ["d.dd", "d.out"]
+
+
+def write_dyndep_checkout(ws, sources):
+    ws.write("build.ninja", DYNDEP_MANIFEST)
+    ws.script("dd.sh", DD)
+    for name, text in sources.items():
+        ws.write(name, text)
+    ws.touch("build.ninja", "dd.sh", *sources)
+
+
+def dyndep_clone(ws, saved, sources):
+    for entry in ws.root.iterdir():
+        entry.unlink()
+    for name in DYNDEP_OUTPUTS + [".ninja_log", ".ninja_deps", ".headroom_hashes"]:
+        if (saved / name).exists():
+            shutil.copy2(saved / name, ws.path(name))
+    write_dyndep_checkout(ws, sources)
+
+
+@pytest.mark.parametrize("change,expected", [
+    ({}, []),
+    ({"extra1.txt": "one changed\n"}, ["d.out"]),
+    ({"d.list": "extra2.txt\n"}, ["d.dd", "d.out"]),
+])
+def test_dyndep_discovered_inputs(headroom, tmp_path, change, expected):
+    ws = headroom
+    write_dyndep_checkout(ws, DYNDEP_SOURCES)
+    r = ws.run("--content-hash", "-j1", stdout="ignore")
+    assert r.rc == 0 and r.cmds == ["d.dd", "d.out"], r
+    saved = tmp_path / "cache"
+    saved.mkdir()
+    for name in DYNDEP_OUTPUTS + [".ninja_log", ".headroom_hashes"]:
+        shutil.copy2(ws.path(name), saved / name)
+    sources = {**DYNDEP_SOURCES, **change}
+    dyndep_clone(ws, saved, sources)
+    r = ws.run("--content-hash", "-j1", stdout="ignore")
+    assert r.rc == 0 and r.cmds == expected, r
+    listed = sources["d.list"].strip()
+    assert ws.read("d.out") == sources["d.c"] + sources[listed]
+    ninja_finds_nothing_to_do(ws)
