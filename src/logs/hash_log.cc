@@ -179,7 +179,7 @@ bool HashLog::Parse(std::string_view text, std::string* err) {
     size_t eol = body.find('\n');  // the body ends with a newline: the trailer follows it
     std::string_view line = body.substr(0, eol);
     body.remove_prefix(eol + 1);
-    if (line.size() > 20 && line.substr(0, 2) == "f " && line[18] == ' ') {
+    if (line.size() >= 20 && line.substr(0, 2) == "f " && line[18] == ' ') {
       HashedFile pair;
       if (!records_.empty() || !ParseHex(line.substr(2, 16), &pair.hash)) return fail("corrupt pair line");
       std::string_view path = line.substr(19);

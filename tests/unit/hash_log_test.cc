@@ -34,12 +34,13 @@ HashRecord MakeRecord(HashLog* log, std::vector<std::pair<std::string, uint64_t>
   return record;
 }
 
-// Two edges sharing a header (one pair written once), one with two outputs, a path with a space.
+// Edges sharing a header (one pair written once), one with two outputs, a path with a space.
 HashLog SampleLog() {
   HashLog log;
   log.Set("a.o", MakeRecord(&log, {{"a.o", 1}}, {{"a.c", 0xffffffffffffffffull}, {"h.h", 42}}));
   log.Set("b.o", MakeRecord(&log, {{"b.o", 2}, {"b.dwo", 3}}, {{"dir/b c.c", 7}, {"h.h", 42}}));
   log.Set("app", MakeRecord(&log, {{"app", 9}}, {}));
+  log.Set("z", MakeRecord(&log, {{"z", 5}}, {{"y", 6}}));  // one-letter paths: the shortest pair lines
   return log;
 }
 
@@ -57,7 +58,7 @@ std::map<std::string, std::vector<std::pair<std::string, uint64_t>>> Contents(co
   return out;
 }
 
-const std::vector<std::string> kKeys = {"a.o", "b.o", "app", "h.h"};
+const std::vector<std::string> kKeys = {"a.o", "b.o", "app", "z", "h.h"};
 
 TEST(HashLog, RoundTripKeepsEveryRecord) {
   HashLog log = SampleLog();
@@ -65,7 +66,7 @@ TEST(HashLog, RoundTripKeepsEveryRecord) {
   HashLog read;
   std::string err;
   ASSERT_TRUE(read.Parse(text, &err)) << err;
-  EXPECT_EQ(read.size(), 3u);
+  EXPECT_EQ(read.size(), 4u);
   EXPECT_EQ(Contents(read, kKeys), Contents(log, kKeys));
   EXPECT_FALSE(read.changed());
   // The shared (h.h, 42) pair is written once.
