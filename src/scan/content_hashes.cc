@@ -146,13 +146,12 @@ bool ContentHashes::LogAgreesApartFromTimes(const Edge* edge) const {
   return true;
 }
 
-bool ContentHashes::ReconcileUnchanged(Edge* edge, const Node* most_recent_input, std::string* err) {
+bool ContentHashes::ReconcileUnchanged(Edge* edge, const Node* most_recent_input) {
   // Without an input only a missing output, a missing log entry or a new command can make an edge dirty.
   if (edge->is_phony() || !most_recent_input || edge->outputs.empty()) return false;
   const HashRecord* record = log_.Find(edge->outputs[0]->path);
   if (!record || !LogAgreesApartFromTimes(edge)) return false;
   if (!RecordMatches(*record, ContentInputs(edge, {}), edge, /*compare_hashes=*/true)) return false;
-  (void)err;
   return MakeTimesAgree(edge, most_recent_input->mtime);
 }
 

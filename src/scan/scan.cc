@@ -113,11 +113,9 @@ bool DependencyScan::RecomputeEdgeDirty(Edge* edge, std::vector<Node*>* stack, s
   if (content_hashes_ && overrulable) {
     if (!dirty) {
       content_hashes_->AdoptClean(edge);
-    } else if (content_hashes_->ReconcileUnchanged(edge, most_recent_input, err)) {
+    } else if (content_hashes_->ReconcileUnchanged(edge, most_recent_input)) {
       explanations_.Record(node, "contents of the inputs of {} unchanged; clean", node->path);
       dirty = edge->deps_missing = false;
-    } else if (!err->empty()) {
-      return false;
     }
   }
 

@@ -30,8 +30,9 @@ class ContentHashes {
 
   // For an edge that the mtimes (its outputs' or the log's) alone call dirty: when every input and output
   // still has the content recorded and the command is the one logged, makes the outputs, the log and the
-  // deps log agree that it is clean and returns true. false (with *err empty) leaves it dirty.
-  bool ReconcileUnchanged(Edge* edge, const Node* most_recent_input, std::string* err);
+  // deps log agree that it is clean and returns true. false leaves it dirty (as does a touch or log write
+  // that fails: the edge then runs, as it would without the option).
+  bool ReconcileUnchanged(Edge* edge, const Node* most_recent_input);
   // For an edge found clean: records its contents if they were never recorded (a build dir that ninja or
   // headroom without --content-hash built), since what ninja calls clean is what a record asserts.
   void AdoptClean(Edge* edge);
