@@ -391,7 +391,9 @@ bool Builder::FinishCommand(Edge* edge, JobExit* result, std::string* err) {
     }
   }
   if (content_hashes_ && !config_.dry_run) {
-    content_hashes_->RecordBuilt(edge, deps_nodes, edge->command_start_time > 0 ? edge->command_start_time : record_mtime);
+    // Inputs newer than the command's start may not be what it read.
+    const TimeStamp inputs_bound = edge->command_start_time > 0 ? edge->command_start_time : record_mtime;
+    content_hashes_->RecordBuilt(edge, deps_nodes, inputs_bound);
   }
   return true;
 }

@@ -53,6 +53,29 @@ bool NextField(std::string_view* rest, std::string_view* field) {
   return !field->empty();
 }
 
+// "end <pairs> <records> <checksum>", the closing line without its newline.
+bool ParseTrailer(std::string_view line, uint64_t* pair_count, uint64_t* record_count, uint64_t* checksum) {
+  std::string_view field;
+  return NextField(&line, &field) && field == "end" && NextField(&line, &field) && ParseCount(field, pair_count) &&
+         NextField(&line, &field) && ParseCount(field, record_count) && NextField(&line, &field) &&
+         ParseHex(field, checksum) && line.empty();
+}
+
+// "r <outputs> <pair id>...": the outputs' pairs first, then the inputs'.
+bool ParseRecord(std::string_view line, const std::vector<HashedFile>& pairs, HashRecord* record) {
+  std::string_view field;
+  uint64_t outputs = 0;
+  if (!NextField(&line, &field) || field != "r" || !NextField(&line, &field) || !ParseCount(field, &outputs) ||
+      outputs == 0)
+    return false;
+  while (!line.empty()) {
+    uint64_t id = 0;
+    if (!NextField(&line, &field) || !ParseCount(field, &id) || id >= pairs.size()) return false;
+    (record->outputs.size() < outputs ? record->outputs : record->inputs).push_back(pairs[id]);
+  }
+  return record->outputs.size() == outputs;
+}
+
 }  // namespace
 
 uint64_t HashLog::Checksum(std::string_view text) { return RapidHashV1(text.data(), text.size(), kChecksumSeed); }
@@ -164,12 +187,8 @@ bool HashLog::Parse(std::string_view text, std::string* err) {
   size_t end_line = text.rfind('\n', text.size() - 2);
   if (end_line == std::string_view::npos || end_line < header_end) return fail("truncated");
   ++end_line;
-  std::string_view trailer = text.substr(end_line, text.size() - 1 - end_line);
-  std::string_view field;
   uint64_t pair_count = 0, record_count = 0, checksum = 0;
-  if (!NextField(&trailer, &field) || field != "end" || !NextField(&trailer, &field) || !ParseCount(field, &pair_count) ||
-      !NextField(&trailer, &field) || !ParseCount(field, &record_count) || !NextField(&trailer, &field) ||
-      !ParseHex(field, &checksum) || !trailer.empty())
+  if (!ParseTrailer(text.substr(end_line, text.size() - 1 - end_line), &pair_count, &record_count, &checksum))
     return fail("truncated");
   if (Checksum(text.substr(0, end_line)) != checksum) return fail("checksum mismatch");
 
@@ -188,18 +207,8 @@ bool HashLog::Parse(std::string_view text, std::string* err) {
       pairs.push_back(pair);
       continue;
     }
-    std::string_view rest = line;
-    uint64_t outputs = 0;
-    if (!NextField(&rest, &field) || field != "r" || !NextField(&rest, &field) || !ParseCount(field, &outputs) ||
-        outputs == 0)
-      return fail("corrupt record line");
     HashRecord record;
-    while (!rest.empty()) {
-      uint64_t id = 0;
-      if (!NextField(&rest, &field) || !ParseCount(field, &id) || id >= pairs.size()) return fail("corrupt record line");
-      (record.outputs.size() < outputs ? record.outputs : record.inputs).push_back(pairs[id]);
-    }
-    if (record.outputs.size() != outputs) return fail("corrupt record line");
+    if (!ParseRecord(line, pairs, &record)) return fail("corrupt record line");
     const uint32_t key = record.outputs[0].path_id;
     if (!records_.emplace(key, std::move(record)).second) return fail("duplicate record");
   }

@@ -62,7 +62,6 @@ class JobController {
 
 enum class BuildResult { kSucceeded, kFailed, kInterrupted };
 
-
 class Builder {
  public:
   Builder(State* state, const BuildConfig& config, BuildLog* build_log, DepsLog* deps_log, DiskInterface* disk,
