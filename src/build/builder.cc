@@ -18,6 +18,7 @@
 #include "headroom/logs/deps_log.h"
 #include "headroom/logs/depfile_parser.h"
 #include "headroom/logs/show_includes_parser.h"
+#include "headroom/scan/content_hashes.h"
 #include "headroom/status/status.h"
 #include "headroom/util/clock.h"
 #include "headroom/util/disk.h"
@@ -458,6 +459,11 @@ bool Builder::FinishCommand(Edge* edge, JobExit* result, std::string* err) {
         return false;
       }
     }
+  }
+  if (content_hashes_ && !config_.dry_run) {
+    // Inputs newer than the command's start may not be what it read.
+    const TimeStamp inputs_bound = edge->command_start_time > 0 ? edge->command_start_time : record_mtime;
+    content_hashes_->RecordBuilt(edge, deps_nodes, inputs_bound);
   }
   return true;
 }

@@ -24,6 +24,7 @@
 #include "headroom/memory/job_meter.h"
 #include "headroom/memory/memory_probe.h"
 #include "headroom/report/job_recorder.h"
+#include "headroom/scan/content_hashes.h"
 #include "headroom/status/status.h"
 #include "headroom/util/messages.h"
 #include "headroom/util/path.h"
@@ -36,6 +37,10 @@ NinjaMain::NinjaMain(const BuildConfig& config, const Clock* clock, ProcessRunne
     : config_(config), clock_(clock), runner_(runner), explanations_(explanations) {}
 
 NinjaMain::~NinjaMain() {
+  if (content_hashes_) {
+    std::string err;
+    if (!content_hashes_->Save(&err)) PrintWarning("saving content hashes: " + err);
+  }
   // What this pass measured joins the per-user store for other build dirs (a pip install's next temp dir).
   if (!user_store_) return;
   std::string warning = user_store_->Flush(static_cast<int64_t>(time(nullptr)));
@@ -244,8 +249,19 @@ bool NinjaMain::IsPathDead(std::string_view path) const {
   return mtime == 0;
 }
 
+ContentHashes* NinjaMain::EnsureContentHashes() {
+  if (!config_.content_hash) return nullptr;
+  if (content_hashes_) return content_hashes_.get();
+  content_hashes_ = std::make_unique<ContentHashes>(&state_, &disk_, &build_log_, &deps_log_, config_.dry_run);
+  std::string warning;
+  content_hashes_->Load(LogPath(HashLog::kFileName), &warning);
+  if (!warning.empty()) PrintWarning(warning);
+  return content_hashes_.get();
+}
+
 void NinjaMain::ConfigureBuilder(Builder* builder) {
   builder->set_runner(runner_);
+  builder->set_content_hashes(EnsureContentHashes());
   if (build_log_.records_start_time()) builder->set_lock_file_path(LogPath(".ninja_lock"));
 }
 

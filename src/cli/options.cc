@@ -42,6 +42,7 @@ enum LongOption {
   kOptStrictRemote,
   kOptHeadroomVersion,
   kOptDeadline,
+  kOptContentHash,
 };
 
 const option kLongOptions[] = {
@@ -62,6 +63,7 @@ const option kLongOptions[] = {
     {"strict-remote", no_argument, nullptr, kOptStrictRemote},
     {"headroom-version", no_argument, nullptr, kOptHeadroomVersion},
     {"deadline", required_argument, nullptr, kOptDeadline},
+    {"content-hash", no_argument, nullptr, kOptContentHash},
     {nullptr, 0, nullptr, 0},
 };
 
@@ -288,6 +290,9 @@ void PrintUsage(const BuildConfig& config) {
           "  --deadline=DURATION    start no job predicted to end after DURATION (5h30m, 90m,\n"
           "                         45s) from now; stop there with logs intact, exit status 75;\n"
           "                         the next run resumes (docs/deadline.md)\n"
+          "  --content-hash         an input whose mtime changed but whose content did not\n"
+          "                         leaves what it builds clean (a cached build dir on a\n"
+          "                         fresh checkout); hashes kept in .headroom_hashes\n"
           "  --headroom-version     print headroom's own version (--version prints ninja's)\n",
           kNinjaVersion, config.parallelism, DescribeDefaultReserve(";\n                         ").c_str());
 }
@@ -378,6 +383,9 @@ std::optional<int> ReadFlags(int argc, char** argv, Options* options, BuildConfi
         break;
       case kOptStrictRemote:
         config->memory.strict_remote = true;
+        break;
+      case kOptContentHash:
+        config->content_hash = true;
         break;
       case kOptTrace:
         options->trace_path = optarg;

@@ -11,6 +11,7 @@
 namespace headroom {
 
 bool ImplicitDepLoader::LoadDeps(Edge* edge, std::string* err) {
+  loaded_stale_ = false;
   std::string deps_type = edge->GetBinding("deps");
   if (!deps_type.empty()) return LoadDepsFromLog(edge, err);
   std::string depfile = edge->GetUnescapedDepfile();
@@ -95,7 +96,7 @@ bool ImplicitDepLoader::LoadDepFile(Edge* edge, const std::string& path, std::st
     *slot++ = node;
     node->out_edges.push_back(edge);
   }
-  return true;
+  return !loaded_stale_;
 }
 
 bool ImplicitDepLoader::LoadDepsFromLog(Edge* edge, std::string* err) {
@@ -110,7 +111,8 @@ bool ImplicitDepLoader::LoadDepsFromLog(Edge* edge, std::string* err) {
   if (output->mtime > deps->mtime) {
     explanations_.Record(output, "stored deps info out of date for '{}' ({} vs {})", output->path, deps->mtime,
                          output->mtime);
-    return false;
+    if (!load_stale_deps_) return false;
+    loaded_stale_ = true;
   }
   auto slot = PreallocateSpace(edge, static_cast<int>(deps->nodes.size()));
   for (Node* node : deps->nodes) {

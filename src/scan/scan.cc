@@ -4,6 +4,7 @@
 #include <deque>
 
 #include "headroom/logs/build_log.h"
+#include "headroom/scan/content_hashes.h"
 #include "headroom/util/disk.h"
 
 namespace headroom {
@@ -77,18 +78,21 @@ bool DependencyScan::RecomputeEdgeDirty(Edge* edge, std::vector<Node*>* stack, s
     if (!StatIfNecessary(output, err)) return false;
   }
 
+  bool deps_stale_but_loaded = false;
   if (!edge->deps_loaded) {
     edge->deps_loaded = true;
     if (!dep_loader_.LoadDeps(edge, err)) {
       if (!err->empty()) return false;
       // No usable dependency information: rebuilding regenerates it.
       dirty = edge->deps_missing = true;
+      deps_stale_but_loaded = dep_loader_.loaded_stale();
     }
   }
 
   validation_nodes->insert(validation_nodes->end(), edge->validations.begin(), edge->validations.end());
 
   Node* most_recent_input = nullptr;
+  bool inputs_dirty = false;
   for (size_t i = 0; i < edge->inputs.size(); ++i) {
     Node* input = edge->inputs[i];
     if (!RecomputeNodeDirty(input, stack, validation_nodes, err)) return false;
@@ -96,13 +100,24 @@ bool DependencyScan::RecomputeEdgeDirty(Edge* edge, std::vector<Node*>* stack, s
     if (edge->is_order_only(i)) continue;
     if (input->dirty) {
       explanations_.Record(node, "{} is dirty", input->path);
-      dirty = true;
+      dirty = inputs_dirty = true;
     } else if (!most_recent_input || input->mtime > most_recent_input->mtime) {
       most_recent_input = input;
     }
   }
 
   if (!dirty && !RecomputeOutputsDirty(edge, most_recent_input, &dirty, err)) return false;
+  // Only the outputs' verdict (mtimes, log, command) and a deps record older than its output may be overruled,
+  // and only by unchanged contents; a dirty input or missing deps never.
+  const bool overrulable = !inputs_dirty && (!edge->deps_missing || deps_stale_but_loaded);
+  if (content_hashes_ && overrulable) {
+    if (!dirty) {
+      content_hashes_->AdoptClean(edge);
+    } else if (content_hashes_->ReconcileUnchanged(edge, most_recent_input)) {
+      explanations_.Record(node, "contents of the inputs of {} unchanged; clean", node->path);
+      dirty = edge->deps_missing = false;
+    }
+  }
 
   if (dirty) {
     for (Node* output : edge->outputs) output->dirty = true;

@@ -30,6 +30,9 @@ struct BuildConfig {
   bool keep_rsp = false;              // -d keeprsp
   bool stats = false;                 // -d stats
   MemoryConfig memory;
+  // --content-hash: an input whose mtime moved but whose content did not leaves its edge clean
+  // (docs/cached-builds.md); off by default.
+  bool content_hash = false;
   // --jobserver[=fifo|pipe]: serve a jobserver to the jobs (docs/jobserver.md); off by default.
   enum class ServeJobserver { kOff, kFifo, kPipe };
   ServeJobserver serve_jobserver = ServeJobserver::kOff;

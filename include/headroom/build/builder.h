@@ -21,6 +21,7 @@ namespace headroom {
 class BuildLog;
 class Clock;
 class Deadline;
+class ContentHashes;
 class DepsLog;
 class DiskInterface;
 class JobserverClient;
@@ -89,6 +90,11 @@ class Builder {
   void set_jobserver_server(JobserverServer* server) { server_ = server; }
   // The file stamped at each command start (log v6+); empty disables it.
   void set_lock_file_path(std::string path) { lock_file_path_ = std::move(path); }
+  // --content-hash: the scan may call an mtime-dirty edge clean by content, and each success is recorded. Not owned.
+  void set_content_hashes(ContentHashes* hashes) {
+    content_hashes_ = hashes;
+    scan_.set_content_hashes(hashes);
+  }
   // Priority: weight of each edge on the critical path (default: ninja's 1 per command edge).
   void set_edge_cost(std::function<EdgeWeight(const Edge*)> cost) { edge_cost_ = std::move(cost); }
 
@@ -144,6 +150,7 @@ class Builder {
   Plan plan_;
   DependencyScan scan_;
   std::string lock_file_path_;
+  ContentHashes* content_hashes_ = nullptr;
   std::function<EdgeWeight(const Edge*)> edge_cost_;
   int64_t build_start_ms_ = 0;
   std::map<JobId, RunningEdge> running_;

@@ -30,6 +30,7 @@ class MemoryController;
 class RemoteController;
 class BuildTimeline;
 class JobRecorder;
+class ContentHashes;
 
 // Process-wide memory observers, shared by every pass of the regeneration loop.
 struct MemoryServices {
@@ -80,6 +81,8 @@ class NinjaMain : public BuildLog::Liveness {
   Node* CollectTarget(const std::string& name, std::string* err);
   bool CollectTargetsFromArgs(const std::vector<std::string>& args, std::vector<Node*>* targets, std::string* err);
   void ConfigureBuilder(Builder* builder);
+  // --content-hash: the records, read at the first build of this pass.
+  ContentHashes* EnsureContentHashes();
   // The memory controller (or the trace's job recorder), attached once the build has work to do.
   void AttachJobController(Builder* builder);
   MemoryController* EnsureMemoryController();
@@ -107,6 +110,7 @@ class NinjaMain : public BuildLog::Liveness {
   std::unique_ptr<RemoteController> remote_controller_;
   BuildTimeline* timeline_ = nullptr;
   std::unique_ptr<JobRecorder> job_recorder_;  // with --no-memory, when a timeline is wanted
+  std::unique_ptr<ContentHashes> content_hashes_;  // --content-hash; written back when this pass ends
   State state_;
   RealDiskInterface disk_;
   BuildLog build_log_;

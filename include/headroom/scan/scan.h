@@ -12,6 +12,7 @@
 namespace headroom {
 
 class BuildLog;
+class ContentHashes;
 class DepsLog;
 class DiskInterface;
 
@@ -24,6 +25,10 @@ class ImplicitDepLoader {
 
   // false with empty *err: deps are missing or stale, so the edge is dirty; false with *err: error.
   bool LoadDeps(Edge* edge, std::string* err);
+  // --content-hash: a .ninja_deps record older than its output (a build dir restored without its mtimes) is
+  // still spliced in, and LoadDeps says so through loaded_stale(), so that unchanged contents can vouch for it.
+  void set_load_stale_deps(bool load) { load_stale_deps_ = load; }
+  bool loaded_stale() const { return loaded_stale_; }
 
  private:
   bool LoadDepFile(Edge* edge, const std::string& path, std::string* err);
@@ -35,6 +40,8 @@ class ImplicitDepLoader {
   DepsLog* deps_log_;
   DiskInterface* disk_;
   OptionalExplanations explanations_;
+  bool load_stale_deps_ = false;
+  bool loaded_stale_ = false;
 };
 
 // Applies dyndep files to the graph.
@@ -75,6 +82,11 @@ class DependencyScan {
 
   BuildLog* build_log() const { return build_log_; }
   void set_build_log(BuildLog* log) { build_log_ = log; }
+  // --content-hash: edges dirty only by mtimes are clean when their contents are (content_hashes.h).
+  void set_content_hashes(ContentHashes* hashes) {
+    content_hashes_ = hashes;
+    dep_loader_.set_load_stale_deps(hashes != nullptr);
+  }
   Explanations* explanations() const { return explanations_.get(); }
 
  private:
@@ -88,6 +100,7 @@ class DependencyScan {
                             Node* output);
 
   BuildLog* build_log_;
+  ContentHashes* content_hashes_ = nullptr;
   DiskInterface* disk_;
   ImplicitDepLoader dep_loader_;
   DyndepLoader dyndep_loader_;
