@@ -72,7 +72,7 @@ uint64_t MemoryController::OwedByOwnJobs() const {
   uint64_t owed = 0;
   for (const auto& [id, running] : running_) {
     if (nested_owed_.count(running.meter_key)) continue;
-    owed = SaturatingAdd(owed, running.job.Owes() + slot_costs_.Charge(id));
+    owed = SaturatingAdd(owed, running.job->Owes() + slot_costs_.Charge(id));
   }
   return owed;
 }
@@ -81,7 +81,7 @@ void MemoryController::PublishToLedger() {
   if (!ledger_) return;
   ledger_self_.owed_bytes = OwedByOwnJobs();
   uint64_t used = 0;
-  for (const auto& [id, running] : running_) used = SaturatingAdd(used, running.job.rss);
+  for (const auto& [id, running] : running_) used = SaturatingAdd(used, running.job->rss);
   ledger_self_.used_bytes = used;
   ledger_self_.budget_bytes = budget_bytes_;
   ledger_self_.updated_ms = 0;  // now, on the ledger's clock (shared by every build)
@@ -153,7 +153,7 @@ bool MemoryController::HoldBackForOthers(int64_t now) {
 }
 
 int MemoryController::IdleRetryMs() const {
-  return running_.empty() && waiting_now_ > 0 && held_for_others_ > 0 ? kDefaultSampleIntervalMs : -1;
+  return running_.empty() && core_.waiting_now() > 0 && held_for_others_ > 0 ? kDefaultSampleIntervalMs : -1;
 }
 
 void MemoryController::SizeNestedBuild(const Running& running, RunningJob* job) const {
@@ -177,8 +177,8 @@ std::string MemoryController::OtherBuildsNote() const {
          FormatBytes(held) + " more)";
 }
 
-uint64_t MemoryController::NeedOtherBuildsShouldLeave(const EdgeState& head) const {
-  return running_.empty() || head.must_run_alone ? head.estimate.peak_bytes : 0;
+uint64_t MemoryController::NeedOtherBuildsShouldLeave(const Edge* head) const {
+  return running_.empty() || core_.MustRunAlone(head->id) ? core_.EstimateOf(head->id).peak_bytes : 0;
 }
 
 void MemoryController::PublishHeadWait(uint64_t need) {
