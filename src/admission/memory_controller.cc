@@ -306,7 +306,8 @@ void MemoryController::NoteAdmitted(const Edge* edge, EdgeState& state, const Co
   if (decision.over_budget) {
     const uint64_t peak = core_.EstimateOf(edge->id).peak_bytes;
     RecordMarker("over-budget", OutputOf(edge),
-                 "expected ~" + FormatBytes(peak) + ", over the " + FormatBytes(budget_bytes_) + " budget: started alone",
+                 "expected ~" + FormatBytes(peak) + ", over the " + FormatBytes(budget_bytes_) +
+                     " budget: started alone",
                  now);
     parts_.status->Warning("'" + OutputOf(edge) + "' (expected to need ~" + FormatBytes(peak) +
                            ") does not fit in the memory left under the " + FormatBytes(budget_bytes_) +
@@ -481,7 +482,8 @@ bool MemoryController::JobFinished(Edge* edge, JobExit* exit) {
   // keeps what the edge's earlier runs said (unknown when they said nothing) rather than making the next
   // estimate's curve unknown (RiseCurve::Faster).
   if (record.outcome == JobOutcome::kCompleted) {
-    record.rise = run.paused_once ? core_.EstimateOf(edge->id).rise : run.rise.Finish(record.peak_bytes, record.duration_ms);
+    record.rise = run.paused_once ? core_.EstimateOf(edge->id).rise
+                                  : run.rise.Finish(record.peak_bytes, record.duration_ms);
   }
   RecordJobEnd(running, parts_.clock->NowMs(), record.peak_bytes, PeakSourceName(result.peak_source),
                run.killed                ? "safety-killed"

@@ -33,8 +33,8 @@ bool MemoryController::MayGrantSlot(Edge* edge, JobId id) {
   // Before its family taught a per-slot figure, one pipeline is taken to weigh the job's estimate as
   // predicted, not the share of the budget a guess is capped at for admission (a capped guess would make
   // every budget, however tight, look roomy enough for a slot).
-  const uint64_t job_peak =
-      std::max(job.predicted_peak, edge && core_.Tracks(edge->id) ? core_.EstimateOf(edge->id).peak_bytes : uint64_t{0});
+  const uint64_t estimate = edge && core_.Tracks(edge->id) ? core_.EstimateOf(edge->id).peak_bytes : 0;
+  const uint64_t job_peak = std::max(job.predicted_peak, estimate);
   const uint64_t cost = slot_costs_.CostPerSlot(job.family_key, job_peak);
   const uint64_t room = core_.policy().Headroom(reading, jobs);
   // A ready job that waits comes first: a slot may not take the memory the least demanding of them needs

@@ -1,5 +1,5 @@
 // The build simulator's event loop: the scheduler core's admission walks, early starts, safety net and requeues
-// (as the build runs them), progress under CPU sharing, the simulated kernel's OOM kills and learning, a tick at a time.
+// (as the build runs them), progress under CPU sharing, the simulated kernel's OOM kills and learning, tick by tick.
 #include "headroom/sim/simulator.h"
 
 #include <algorithm>
