@@ -70,30 +70,37 @@ int SchedulerCore::MemoryFailures(CoreJobKey job) const {
   return it == requeues_.end() ? 0 : it->second.memory_failures;
 }
 
-bool SchedulerCore::IsGuess(CoreJobKey job) const {
-  return jobs_.at(job).estimate.source == EstimateSource::kPrior && RequeueFloor(job) == 0;
+bool SchedulerCore::IsGuess(CoreJobKey job) const { return IsGuess(job, jobs_.at(job)); }
+
+bool SchedulerCore::IsGuess(CoreJobKey job, const JobState& state) const {
+  return state.estimate.source == EstimateSource::kPrior && RequeueFloor(job) == 0;
 }
 
-bool SchedulerCore::SizedFromOwnRuns(CoreJobKey job) const {
+bool SchedulerCore::SizedFromOwnRuns(CoreJobKey job) const { return SizedFromOwnRuns(job, jobs_.at(job)); }
+
+bool SchedulerCore::SizedFromOwnRuns(CoreJobKey job, const JobState& state) const {
   // An OOM requeue's raised floor is not what its runs reached (RunningJob::own_history).
-  return jobs_.at(job).estimate.source == EstimateSource::kEdgeHistory && RequeueFloor(job) == 0;
+  return state.estimate.source == EstimateSource::kEdgeHistory && RequeueFloor(job) == 0;
 }
 
 Candidate SchedulerCore::CandidateFor(CoreJobKey job, double priority, int64_t now_ms) const {
-  const JobState& state = jobs_.at(job);
+  return CandidateFor(job, jobs_.at(job), priority, now_ms);
+}
+
+Candidate SchedulerCore::CandidateFor(CoreJobKey job, const JobState& state, double priority, int64_t now_ms) const {
   Candidate candidate;
   candidate.id = job;
   candidate.class_key = state.traits.class_key;
   candidate.family_key = state.traits.family_key;
   candidate.predicted_peak = state.estimate.peak_bytes;
   candidate.unknown_heavy = state.estimate.unknown_heavy;
-  candidate.from_prior = IsGuess(job);
+  candidate.from_prior = IsGuess(job, state);
   candidate.measured = state.estimate.confident;
   candidate.must_run_alone = state.must_run_alone;
   candidate.ready_since_ms = state.waiting_since_ms >= 0 ? state.waiting_since_ms : now_ms;
   candidate.expected_ms = state.estimate.duration_ms;
   candidate.rise = state.estimate.rise;
-  candidate.own_history = SizedFromOwnRuns(job);
+  candidate.own_history = SizedFromOwnRuns(job, state);
   candidate.kin = KinScopeOf(state.estimate.source);
   candidate.compute_bound = state.traits.compute_bound;
   candidate.priority = priority;
@@ -119,7 +126,7 @@ CoreStep SchedulerCore::Consider(CoreJobKey job, double priority, int64_t now_ms
   if (!pass_ || PassDone()) return step;
   JobState& state = StateOf(job);
   // The pass keeps memory for a head that waits for it from jobs that would delay it (AdmissionPass).
-  step.decision = pass_->Consider(CandidateFor(job, priority, now_ms));
+  step.decision = pass_->Consider(CandidateFor(job, state, priority, now_ms));
   step.first_refusal = pass_waits_ == 0;
   if (step.decision.admit) {
     step.kind = CoreStep::Kind::kAdmitted;
@@ -171,7 +178,7 @@ uint64_t SchedulerCore::LeastWaitingNeed(uint64_t budget) const {
   bool any = false;
   for (const auto& [job, state] : jobs_) {
     if (state.waiting_since_ms < 0) continue;
-    const uint64_t need = policy_.AdmittedPeak(state.estimate.peak_bytes, IsGuess(job), budget);
+    const uint64_t need = policy_.AdmittedPeak(state.estimate.peak_bytes, IsGuess(job, state), budget);
     least = any ? std::min(least, need) : need;
     any = true;
   }
@@ -190,16 +197,17 @@ SchedulerCore::Run& SchedulerCore::Start(CoreJobKey job, CoreRunKey run_key, dou
   view.family_key = state.traits.family_key;
   // What admission counted for it (a guess capped, its kin's live memory); a start without a decision counts the
   // same, recomputed.
-  view.predicted_peak = state.counted_peak != 0
-                            ? state.counted_peak
-                            : policy_.CountedPeak(CandidateFor(job, priority, now_ms), RunningJobs(), budget_bytes_);
+  view.predicted_peak =
+      state.counted_peak != 0
+          ? state.counted_peak
+          : policy_.CountedPeak(CandidateFor(job, state, priority, now_ms), RunningJobs(), budget_bytes_);
   state.counted_peak = 0;
   view.started_ms = now_ms;
   view.last_growth_ms = now_ms;
   if (state.estimate.duration_ms > 0) view.expected_end_ms = now_ms + state.estimate.duration_ms;
   view.runs_alone = state.must_run_alone;
   view.rise = state.estimate.rise;
-  view.own_history = SizedFromOwnRuns(job);
+  view.own_history = SizedFromOwnRuns(job, state);
   view.compute_bound = state.traits.compute_bound;
   view.priority = priority;
   view.early = state.early_start;

@@ -164,6 +164,10 @@ class SchedulerCore {
     int limit_failures = 0;
   };
   JobState& StateOf(CoreJobKey job) { return jobs_.at(job); }
+  // The public lookups' work on a state already found (an admission walk asks them for every candidate).
+  bool IsGuess(CoreJobKey job, const JobState& state) const;
+  bool SizedFromOwnRuns(CoreJobKey job, const JobState& state) const;
+  Candidate CandidateFor(CoreJobKey job, const JobState& state, double priority, int64_t now_ms) const;
   void NoteAdmitted(JobState& state, const AdmissionDecision& decision, int64_t now_ms, CoreStep* step);
 
   AdmissionPolicy policy_;
