@@ -74,8 +74,8 @@ void MemoryController::PublishToLedger() {
   if (!ledger_) return;
   uint64_t owed = 0, used = 0;
   for (const auto& [id, running] : running_) {
-    used = SaturatingAdd(used, running.job.rss);
-    if (!nested_owed_.count(running.meter_key)) owed = SaturatingAdd(owed, running.job.Owes() + slot_costs_.Charge(id));
+    used = SaturatingAdd(used, running.job->rss);
+    if (!nested_owed_.count(running.meter_key)) owed = SaturatingAdd(owed, running.job->Owes() + slot_costs_.Charge(id));
   }
   ledger_self_.owed_bytes = owed;
   ledger_self_.used_bytes = used;
@@ -149,7 +149,7 @@ bool MemoryController::HoldBackForOthers(int64_t now) {
 }
 
 int MemoryController::IdleRetryMs() const {
-  return running_.empty() && waiting_now_ > 0 && held_for_others_ > 0 ? kDefaultSampleIntervalMs : -1;
+  return running_.empty() && core_.waiting_now() > 0 && held_for_others_ > 0 ? kDefaultSampleIntervalMs : -1;
 }
 
 void MemoryController::SizeNestedBuild(const Running& running, RunningJob* job) const {
@@ -173,8 +173,8 @@ std::string MemoryController::OtherBuildsNote() const {
          FormatBytes(held) + " more)";
 }
 
-uint64_t MemoryController::NeedOtherBuildsShouldLeave(const EdgeState& head) const {
-  return running_.empty() || head.must_run_alone ? head.estimate.peak_bytes : 0;
+uint64_t MemoryController::NeedOtherBuildsShouldLeave(const Edge* head) const {
+  return running_.empty() || core_.MustRunAlone(head->id) ? core_.EstimateOf(head->id).peak_bytes : 0;
 }
 
 void MemoryController::PublishHeadWait(uint64_t need) {

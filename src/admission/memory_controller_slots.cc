@@ -12,48 +12,34 @@
 namespace headroom {
 
 
-uint64_t MemoryController::LeastWaitingNeed(uint64_t budget) const {
-  if (waiting_now_ == 0) return 0;
-  uint64_t least = 0;
-  bool any = false;
-  for (const auto& [waiting_edge, state] : edges_) {
-    if (state.waiting_since_ms < 0) continue;
-    const uint64_t need = policy_.AdmittedPeak(state.estimate.peak_bytes, IsGuess(waiting_edge, state), budget);
-    least = any ? std::min(least, need) : need;
-    any = true;
-  }
-  return least;
-}
-
 bool MemoryController::MayGrantSlot(Edge* edge, JobId id) {
   auto it = running_.find(id);
   if (it == running_.end()) return false;
   // A frozen job means the safety net is already taking memory back.
   for (const auto& [other_id, running] : running_) {
-    if (running.job.frozen) return false;
+    if (running.job->frozen) return false;
   }
   EnsureGuard();
   // Offers go to each running job in turn every pass: they share the pass's reading (as admission does)
   // rather than reading memory once per job; a granted slot is charged to its job at once either way.
   const int64_t now = parts_.clock->NowMs();
   const MemoryReading reading = AdmissionReading(now);
-  const uint64_t budget = policy_.Budget(reading);
+  const uint64_t budget = core_.policy().Budget(reading);
   if (budget == 0) return true;  // nothing known about memory: -j alone decides
   const std::vector<RunningJob> jobs = RunningJobs();  // with the slots already charged
   uint64_t owed = 0;
-  for (const RunningJob& job : jobs) owed += policy_.Owed(job, now);
-  const RunningJob& job = it->second.job;
+  for (const RunningJob& job : jobs) owed += core_.policy().Owed(job, now);
+  const RunningJob& job = *it->second.job;
   // Before its family taught a per-slot figure, one pipeline is taken to weigh the job's estimate as
   // predicted, not the share of the budget a guess is capped at for admission (a capped guess would make
   // every budget, however tight, look roomy enough for a slot).
-  auto state = edges_.find(edge);
-  const uint64_t job_peak =
-      std::max(job.predicted_peak, state != edges_.end() ? state->second.estimate.peak_bytes : uint64_t{0});
+  const uint64_t estimate = edge && core_.Tracks(edge->id) ? core_.EstimateOf(edge->id).peak_bytes : 0;
+  const uint64_t job_peak = std::max(job.predicted_peak, estimate);
   const uint64_t cost = slot_costs_.CostPerSlot(job.family_key, job_peak);
-  const uint64_t room = policy_.Headroom(reading, jobs);
+  const uint64_t room = core_.policy().Headroom(reading, jobs);
   // A ready job that waits comes first: a slot may not take the memory the least demanding of them needs
   // (a wait for a probe or a stagger, with room to spare, does not stop slots; a wait for memory does).
-  const uint64_t needed = owed + policy_.Reserve(budget) + cost + LeastWaitingNeed(budget);
+  const uint64_t needed = owed + core_.policy().Reserve(budget) + cost + core_.LeastWaitingNeed(budget);
   return room >= needed;
 }
 
@@ -61,10 +47,11 @@ void MemoryController::SlotsChanged(Edge* edge, JobId id, size_t slots) {
   auto it = running_.find(id);
   if (it == running_.end()) return;
   const size_t most_before = slot_costs_.MaxSlots(id);
-  auto state = edges_.find(edge);  // the uncapped estimate, as in MayGrantSlot
-  const uint64_t job_peak = std::max(it->second.job.predicted_peak,
-                                     state != edges_.end() ? state->second.estimate.peak_bytes : uint64_t{0});
-  slot_costs_.SetSlots(id, it->second.job.family_key, job_peak, slots);
+  // the uncapped estimate, as in MayGrantSlot
+  const uint64_t job_peak =
+      std::max(it->second.job->predicted_peak,
+               edge && core_.Tracks(edge->id) ? core_.EstimateOf(edge->id).peak_bytes : uint64_t{0});
+  slot_costs_.SetSlots(id, it->second.job->family_key, job_peak, slots);
   // Once per new high: offers are withdrawn and made again every pass.
   if (explain_ && slots > most_before && edge && !edge->outputs.empty()) {
     Explain(fmt::format("jobserver: {} offered extra slot {}, {} charged", edge->outputs[0]->path, slots,

@@ -255,8 +255,9 @@ ShapeOutcome SimulateShape(const std::vector<SimJob>& jobs, const PlanShape& sha
   config.time_limit_ms = 30LL * 24 * 3600 * 1000;
   config.builder_priorities = true;
   config.candidate_window = kCandidateWindow;
-  config.admission.guarded = request.guarded;
   config.admission.reserve_bytes = request.reserve_bytes;
+  // Under the build guard the build bets as MemoryController does there: the same rules, early starts and parking.
+  if (request.guarded) config.admission = GuardedAdmission(config.admission);
   config.trace = trace;
   PlanEstimator estimator = make();
   SimResult result = Simulator(jobs, config, estimator.estimator.get()).Run();

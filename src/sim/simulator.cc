@@ -1,5 +1,5 @@
-// The build simulator's event loop: admission passes, progress under CPU sharing, the simulated kernel's
-// OOM kills, the safety net, requeues and learning, one tick at a time.
+// The build simulator's event loop: the scheduler core's admission walks, early starts, safety net and requeues
+// (as the build runs them), progress under CPU sharing, the simulated kernel's OOM kills and learning, tick by tick.
 #include "headroom/sim/simulator.h"
 
 #include <algorithm>
@@ -28,21 +28,13 @@ uint64_t Fnv1a(std::string_view text) {
 struct Simulator::JobState {
   int missing_deps = 0;
   bool ready = false;
-  int64_t ready_since = 0;
-  int attempts = 0;               // failed runs so far.
-  uint64_t raised_estimate = 0;   // floor from the requeue policy.
-  bool alone = false;
   std::optional<JobProfile> profile;  // parsed once, as MemoryController does.
-  std::optional<Estimate> estimate;
-  uint64_t estimate_generation = ~0ull;
 };
 
 struct Simulator::Active {
   size_t job;
+  CoreRunKey run = 0;      // its run in the core, whose view admission and the safety net see
   double progress_ms = 0;  // work done: real time scaled by the CPU share it got.
-  RunningJob view;
-  RiseRecorder rise;  // its samples by progress, for the rise curve the history learns (as MemoryController's)
-  bool paused_once = false;
   int max_concurrency = 0;
   int64_t progress() const { return std::llround(progress_ms); }
 };
@@ -50,12 +42,15 @@ struct Simulator::Active {
 Simulator::Simulator(const std::vector<SimJob>& jobs, const SimConfig& config, HistoryStore* history)
     : jobs_(jobs), config_(config),
       own_estimator_(std::make_unique<Estimator>(history, FileSizeFn{}, config.estimator)),
-      estimator_(own_estimator_.get()), policy_(WithBudget(config)), net_(policy_, config.safety),
-      state_(jobs.size()) {}
+      estimator_(own_estimator_.get()), core_(WithBudget(config), config.safety), state_(jobs.size()) {
+  core_.set_budget_bytes(config.budget);
+}
 
 Simulator::Simulator(const std::vector<SimJob>& jobs, const SimConfig& config, Estimator* estimator)
-    : jobs_(jobs), config_(config), estimator_(estimator), policy_(WithBudget(config)), net_(policy_, config.safety),
-      state_(jobs.size()) {}
+    : jobs_(jobs), config_(config), estimator_(estimator), core_(WithBudget(config), config.safety),
+      state_(jobs.size()) {
+  core_.set_budget_bytes(config.budget);
+}
 
 Simulator::~Simulator() = default;
 
@@ -77,6 +72,12 @@ SimResult Simulator::Run() {
   }
   result_.completed = finished_ == jobs_.size();
   result_.makespan_ms = now_;
+  const MemoryDecisions& decisions = core_.decisions();
+  result_.freezes = decisions.freezes;
+  result_.safety_kills = decisions.safety_kills;
+  result_.over_budget_admissions = decisions.over_budget_starts;
+  result_.parks = decisions.parks;
+  result_.decisions = decisions;
   return result_;
 }
 
@@ -100,23 +101,24 @@ JobDescription Simulator::Describe(size_t i) const {
   return d;
 }
 
-// Estimates change only when something was learned (the estimator's generation moved), exactly as in
-// MemoryController::RefreshIfStale; a requeue's raised estimate is a floor that stays.
-const Estimate& Simulator::EstimateOf(size_t i) {
+// Estimates change only when something was learned (the estimator's generation moved), as in the build
+// (SchedulerCore::EstimateIsStale); a requeue's raised estimate is a floor that stays.
+const EstimateFigures& Simulator::EstimateOf(size_t i) {
   JobState& s = state_[i];
-  if (!s.profile) s.profile = estimator_->Profile(Describe(i));
-  if (!s.estimate || s.estimate_generation != estimator_->generation()) {
-    s.estimate = estimator_->Predict(Describe(i), *s.profile);
-    s.estimate->peak_bytes = std::max(s.estimate->peak_bytes, s.raised_estimate);
-    s.estimate_generation = estimator_->generation();
+  if (!s.profile) {
+    s.profile = estimator_->Profile(Describe(i));
+    core_.Track(i, CoreJobTraits{s.profile->class_key, s.profile->family_key, IsComputeBound(s.profile->prior.family)});
+    core_.SetEstimate(i, EstimateFigures::Of(estimator_->Predict(Describe(i), *s.profile)), estimator_->generation());
+  } else if (core_.EstimateIsStale(i, estimator_->generation())) {
+    core_.SetEstimate(i, EstimateFigures::Of(estimator_->Predict(Describe(i), *s.profile)), estimator_->generation());
   }
-  return *s.estimate;
+  return core_.EstimateOf(i);
 }
 
 // The builder's weights (MemoryController::EdgeCost): BuilderEdgeWeight per job, the exclusive ones chained,
 // handed to ComputePriorities as plain durations.
 void Simulator::UseBuilderWeights(bool any_history, std::vector<PriorityJob>* costs) const {
-  uint64_t reserve = policy_.Reserve(config_.budget);
+  uint64_t reserve = core_.policy().Reserve(config_.budget);
   uint64_t usable = config_.budget > reserve ? config_.budget - reserve : 0;
   std::vector<int64_t> weights(costs->size());
   std::vector<bool> exclusive(costs->size());
@@ -135,7 +137,7 @@ void Simulator::ComputePriorities_() {
   const bool any_history = estimator_->HasHistory();
   for (size_t i = 0; i < jobs_.size(); ++i) {
     for (size_t d : jobs_[i].deps) dependents[d].push_back(static_cast<uint32_t>(i));
-    const Estimate& e = EstimateOf(i);
+    const EstimateFigures& e = EstimateOf(i);
     costs[i] = {e.duration_ms, e.peak_bytes};
   }
   if (config_.builder_priorities) UseBuilderWeights(any_history, &costs);
@@ -144,19 +146,8 @@ void Simulator::ComputePriorities_() {
   priority_ = ComputePriorities(dependents, costs, mode, config_.budget, &error).value();
 }
 
-// As MemoryController::IsGuess: a prior not raised by a requeue.
-bool Simulator::IsGuess(size_t i) {
-  return EstimateOf(i).source == EstimateSource::kPrior && state_[i].raised_estimate == 0;
-}
-
-bool Simulator::SizedFromOwnRuns(size_t i) {
-  // As MemoryController::SizedFromOwnRuns: a requeue's raised estimate is not what its runs reached.
-  return EstimateOf(i).source == EstimateSource::kEdgeHistory && state_[i].raised_estimate == 0;
-}
-
 void Simulator::MakeReady(size_t i) {
   state_[i].ready = true;
-  state_[i].ready_since = now_;
   ready_.insert({-priority_[i], i});
 }
 
@@ -183,83 +174,62 @@ std::vector<size_t> Simulator::ReadyByPriority() const {
   return ready;
 }
 
-std::vector<RunningJob> Simulator::Views() const {
-  std::vector<RunningJob> views;
-  for (const Active& run : running_) views.push_back(run.view);
-  return views;
-}
+bool Simulator::Frozen(const Active& run) const { return core_.runs().at(run.run).view.frozen; }
 
-Candidate Simulator::CandidateOf(size_t i) {
-  const Estimate& e = EstimateOf(i);
-  Candidate c;
-  c.id = i;
-  c.class_key = e.class_key;
-  c.family_key = e.family_key;
-  c.predicted_peak = e.peak_bytes;
-  c.unknown_heavy = e.unknown_heavy;
-  c.from_prior = IsGuess(i);
-  c.measured = e.confident;
-  c.must_run_alone = state_[i].alone;
-  c.ready_since_ms = state_[i].ready_since;
-  c.expected_ms = e.duration_ms;
-  c.rise = e.rise;
-  c.own_history = SizedFromOwnRuns(i);
-  c.kin = KinScopeOf(e.source);
-  c.compute_bound = IsComputeBound(state_[i].profile->prior.family);
-  c.priority = priority_[i];
-  return c;
-}
-
+// As the builder does: one admission walk per start, each against the running jobs as they are then, until a walk
+// admits nothing or the slots are full. The reading is taken once a tick (the build reuses one for 20 ms).
 void Simulator::Admit() {
   int free_slots = (config_.fixed_j > 0 ? config_.fixed_j : config_.cores) - static_cast<int>(running_.size());
   if (free_slots <= 0) return;
   std::vector<size_t> ready = ReadyByPriority();
   if (config_.fixed_j > 0) {
-    for (size_t k = 0; k < ready.size() && k < static_cast<size_t>(free_slots); ++k) {
-      Start(ready[k], false, EstimateOf(ready[k]).peak_bytes);
-    }
+    for (size_t k = 0; k < ready.size() && k < static_cast<size_t>(free_slots); ++k) Start(ready[k]);
     return;
   }
   if (config_.candidate_window > 0 && ready.size() > config_.candidate_window) ready.resize(config_.candidate_window);
-  std::vector<Candidate> candidates;
-  for (size_t i : ready) candidates.push_back(CandidateOf(i));
-  std::vector<RunningJob> views = Views();
-  AdmissionPolicy::TickResult tick = policy_.PlanTick(Reading(), views, candidates, free_slots, now_);
-  // Figures in the reason change every tick; only a new kind of wait is worth a line.
-  std::string reason_kind = tick.head_reason.substr(0, tick.head_reason.find_first_of("0123456789"));
-  if (reason_kind != last_head_reason_) {
-    Trace("wait", candidates.empty() ? 0 : candidates.front().id, tick.head_reason);
-    last_head_reason_ = reason_kind;
-  }
-  for (size_t k = 0; k < tick.admitted.size(); ++k) {
-    const uint64_t id = tick.admitted[k];
-    bool over = std::find(tick.over_budget.begin(), tick.over_budget.end(), id) != tick.over_budget.end();
-    result_.over_budget_admissions += over ? 1 : 0;
-    Start(id, over || state_[id].alone, tick.counted[k]);
+  const MemoryReading reading = Reading();
+  for (; free_slots > 0; --free_slots) {
+    const std::optional<size_t> admitted = Walk(ready, reading);
+    if (!admitted) break;
+    Start(*admitted);
+    ready.erase(std::find(ready.begin(), ready.end(), *admitted));
   }
 }
 
-void Simulator::Start(size_t i, bool alone, uint64_t counted_peak) {
+std::optional<size_t> Simulator::Walk(const std::vector<size_t>& ready, const MemoryReading& reading) {
+  core_.BeginPass(reading, now_);
+  std::string head_reason;
+  std::optional<size_t> admitted;
+  for (size_t i : ready) {
+    EstimateOf(i);
+    const CoreStep step = core_.Consider(i, priority_[i], now_);
+    if (step.kind == CoreStep::Kind::kSkipped) break;
+    if (step.kind == CoreStep::Kind::kAdmitted) {
+      admitted = i;
+      break;
+    }
+    if (head_reason.empty()) head_reason = step.decision.reason;
+  }
+  // Figures in the reason change every tick; only a new kind of wait is worth a line.
+  std::string reason_kind = head_reason.substr(0, head_reason.find_first_of("0123456789"));
+  if (!ready.empty() && reason_kind != last_head_reason_) {
+    Trace("wait", ready.front(), head_reason);
+    last_head_reason_ = reason_kind;
+  }
+  return admitted;
+}
+
+void Simulator::Start(size_t i) {
   state_[i].ready = false;
   ready_.erase({-priority_[i], i});
+  const EstimateFigures& e = EstimateOf(i);
   Active run;
   run.job = i;
-  const Estimate& e = EstimateOf(i);
-  run.view.id = i;
-  run.view.class_key = e.class_key;
-  run.view.family_key = e.family_key;
-  run.view.predicted_peak = counted_peak;  // what admission counted for it
-  run.view.started_ms = run.view.last_growth_ms = now_;
-  if (e.duration_ms > 0) run.view.expected_end_ms = now_ + e.duration_ms;
-  run.view.runs_alone = alone;
-  run.view.heavy = e.peak_bytes >= policy_.config().heavy_threshold;
-  run.view.rise = e.rise;
-  run.view.own_history = SizedFromOwnRuns(i);
-  run.view.compute_bound = IsComputeBound(state_[i].profile->prior.family);
-  run.view.priority = priority_[i];
+  run.run = next_run_++;
+  core_.Start(i, run.run, priority_[i], now_);
   running_.push_back(run);  // running_ stays oldest first.
   result_.started_ms[i] = now_;
-  Trace("start", i, e.why + " = " + FormatBytes(e.peak_bytes));
+  Trace("start", i, FormatBytes(e.peak_bytes));
 }
 
 // The share of real time each running job turns into work: 1 unless the jobs that are not frozen want more
@@ -268,7 +238,7 @@ double Simulator::ProgressRate() const {
   if (config_.cpu_cores <= 0) return 1.0;
   double demand = 0;
   for (const Active& run : running_) {
-    if (!run.view.frozen) demand += jobs_[run.job].cpu_demand;
+    if (!Frozen(run)) demand += jobs_[run.job].cpu_demand;
   }
   demand += config_.cpu_other_demand;
   return demand > config_.cpu_cores ? config_.cpu_cores / demand : 1.0;
@@ -277,11 +247,8 @@ double Simulator::ProgressRate() const {
 void Simulator::Advance() {
   const double step = static_cast<double>(config_.tick_ms) * ProgressRate();
   for (Active& run : running_) {
-    if (!run.view.frozen) run.progress_ms += step;
-    const uint64_t bytes = jobs_[run.job].MemoryAt(run.progress());
-    MemoryTrack::Observe(&run.view, bytes, now_);
-    run.rise.Sample(run.progress(), bytes);
-    run.paused_once = run.paused_once || run.view.frozen;
+    if (!Frozen(run)) run.progress_ms += step;
+    core_.Observe(run.run, jobs_[run.job].MemoryAt(run.progress()), now_, run.progress());
     run.max_concurrency = std::max(run.max_concurrency, static_cast<int>(running_.size()));
   }
   result_.peak_used = std::max(result_.peak_used, Used());
@@ -297,74 +264,72 @@ void Simulator::KernelOomKills() {
   }
 }
 
-// A killed job: learn the lower bound it reached, then retry, retry alone, or give up.
+// A killed job: learn the lower bound it reached, then retry, retry alone, or give up (the core decides).
 void Simulator::Fail(size_t index, bool by_kernel) {
-  Active run = running_[index];
+  Active active = running_[index];
   running_.erase(running_.begin() + static_cast<long>(index));
-  Trace(by_kernel ? "oom" : "kill", run.job, "at " + FormatBytes(run.view.peak_rss));
-  JobState& s = state_[run.job];
+  const SchedulerCore::Run run = core_.End(active.run);
+  Trace(by_kernel ? "oom" : "kill", active.job, "at " + FormatBytes(run.view.peak_rss));
   std::string error;
-  estimator_->Learn(Describe(run.job),
-                    {run.view.peak_rss, run.progress(), PeakMethod::kCgroup,
+  estimator_->Learn(Describe(active.job),
+                    {run.view.peak_rss, active.progress(), PeakMethod::kCgroup,
                      by_kernel ? JobOutcome::kOomKilled : JobOutcome::kSafetyKilled},
                     &error);
-  RequeueDecision decision = DecideRequeue(++s.attempts, run.view.peak_rss, run.view.predicted_peak,
-                                           config_.budget, by_kernel, config_.requeue);
+  const RequeueDecision decision =
+      core_.MemoryFailure(active.job, by_kernel ? MemoryFailureKind::kKernelOomKill : MemoryFailureKind::kHeadroomKill,
+                          run.view.peak_rss, config_.requeue);
   if (decision.kind == RequeueDecision::Kind::kGiveUp) {
     result_.failures.push_back(decision.message);
-    result_.failed_jobs.push_back(run.job);
+    result_.failed_jobs.push_back(active.job);
     ++failed_;
     return;
   }
   ++result_.requeues;
-  s.raised_estimate = decision.new_estimate;
-  s.alone = config_.fixed_j == 0 && decision.kind == RequeueDecision::Kind::kRetryAlone;
-  MakeReady(run.job);
+  MakeReady(active.job);
 }
 
 void Simulator::FinishJobs() {
   for (size_t k = 0; k < running_.size();) {
-    Active& run = running_[k];
-    if (run.progress() < jobs_[run.job].duration_ms) {
+    Active& active = running_[k];
+    if (active.progress() < jobs_[active.job].duration_ms) {
       ++k;
       continue;
     }
+    const SchedulerCore::Run run = core_.End(active.run);
     std::string error;
-    // A run frozen by the net keeps the curve its estimate had, as in a real build.
-    const RiseCurve rise = run.paused_once ? EstimateOf(run.job).rise : run.rise.Finish(run.view.peak_rss, run.progress());
-    estimator_->Learn(Describe(run.job),
-                      {run.view.peak_rss, run.progress(), PeakMethod::kCgroup, JobOutcome::kCompleted, rise}, &error);
-    result_.finished_ms[run.job] = now_;
-    Trace("end", run.job, "peak " + FormatBytes(run.view.peak_rss));
-    result_.max_concurrency_while_running[run.job] = run.max_concurrency;
+    // A run frozen or parked keeps the curve its estimate had, as in a real build.
+    const RiseCurve rise =
+        run.paused_once ? EstimateOf(active.job).rise : run.rise.Finish(run.view.peak_rss, active.progress());
+    estimator_->Learn(Describe(active.job),
+                      {run.view.peak_rss, active.progress(), PeakMethod::kCgroup, JobOutcome::kCompleted, rise},
+                      &error);
+    result_.finished_ms[active.job] = now_;
+    Trace("end", active.job, "peak " + FormatBytes(run.view.peak_rss));
+    result_.max_concurrency_while_running[active.job] = active.max_concurrency;
     ++finished_;
-    for (size_t dependent : dependents_[run.job]) {
+    core_.Forget(active.job);
+    for (size_t dependent : dependents_[active.job]) {
       if (--state_[dependent].missing_deps == 0) MakeReady(dependent);
     }
     running_.erase(running_.begin() + static_cast<long>(k));
   }
 }
 
+// The build's tick after sampling: early starts parked or resumed, then the safety net.
 void Simulator::ApplySafetyNet() {
-  std::vector<RunningJob> views = Views();
-  for (const SafetyAction& action : net_.Decide(Reading(), views, now_)) {
-    auto run = std::find_if(running_.begin(), running_.end(),
-                            [&](const Active& r) { return r.view.id == action.job_id; });
+  const MemoryReading reading = Reading();
+  for (const CoreAction& action : core_.CheckEarlyStarts(reading, now_)) {
+    auto run = std::find_if(running_.begin(), running_.end(), [&](const Active& r) { return r.run == action.run; });
+    Trace(action.kind == CoreAction::Kind::kPark ? "park" : "resume", run->job, action.reason);
+  }
+  for (const CoreAction& action : core_.SafetyActions(reading, now_)) {
+    auto run = std::find_if(running_.begin(), running_.end(), [&](const Active& r) { return r.run == action.run; });
     if (run == running_.end()) continue;
-    Trace(action.kind == SafetyAction::Kind::kFreeze ? "freeze"
-          : action.kind == SafetyAction::Kind::kThaw ? "thaw"
-                                                     : "netkill",
+    Trace(action.kind == CoreAction::Kind::kFreeze ? "freeze"
+          : action.kind == CoreAction::Kind::kThaw ? "thaw"
+                                                   : "netkill",
           run->job, action.reason);
-    if (action.kind == SafetyAction::Kind::kFreeze) {
-      run->view.frozen = true;
-      ++result_.freezes;
-    } else if (action.kind == SafetyAction::Kind::kThaw) {
-      run->view.frozen = false;
-      run->view.last_growth_ms = now_;  // its plateau while frozen proved nothing.
-    } else {
-      ++result_.safety_kills;
-      Fail(static_cast<size_t>(run - running_.begin()), /*by_kernel=*/false);
-    }
+    if (action.kind == CoreAction::Kind::kKill) Fail(static_cast<size_t>(run - running_.begin()), /*by_kernel=*/false);
   }
 }
 

@@ -1,6 +1,6 @@
-// MemoryController: the builder's JobController when memory awareness is on. It joins the pieces:
-// estimates (estimator + history), admission by predicted peak, per-job measurement (JobMeter),
-// the safety net (freeze / kill-and-requeue), OOM requeues, and what the user sees about memory.
+// MemoryController: the builder's JobController when memory awareness is on. The adapter between the scheduler
+// core (scheduler_core.h: admission, early starts, the safety net, requeues) and edges, the estimator, the meter,
+// processes, the build guard, the ledger, and what the user sees about memory.
 #pragma once
 
 #include <functional>
@@ -15,6 +15,7 @@
 
 #include "headroom/admission/admission_policy.h"
 #include "headroom/admission/safety_net.h"
+#include "headroom/admission/scheduler_core.h"
 #include "headroom/admission/slot_costs.h"
 #include "headroom/build/builder.h"
 #include "headroom/estimator/estimator.h"
@@ -85,92 +86,61 @@ class MemoryController : public JobController {
   uint64_t budget_bytes() const { return budget_bytes_; }
 
  private:
-  // What the controller keeps per edge it considered, for as long as the edge waits or runs. A large build
-  // can hold one for every ready edge while memory is short, so it keeps no strings: keys are the estimator's
-  // interned views, the output and rule are read from the graph, the command is parsed once into `profile`
-  // and re-evaluated only for a timeline, and the estimate's `why` (nothing here prints it) is never made.
-  // The rare OOM requeue figures live in requeues_. 104 bytes (120 with its hash node, a 128-byte allocation).
+  // What the adapter keeps per edge it considered, for as long as the edge waits or runs, beside the core's
+  // state of it (scheduler_core.h: estimate, waits, requeues). It keeps no strings: the output and rule are read
+  // from the graph, the command is parsed once into the profile below and re-evaluated only for a timeline.
   struct EdgeState {
-    // The estimate's figures; its class and family keys are profile's.
-    struct Figures {
-      uint64_t peak_bytes = 0;
-      int64_t duration_ms = 0;
-      EstimateSource source = EstimateSource::kPrior;
-      bool unknown_heavy = false;
-      bool confident = false;
-      RiseCurve rise;
-    };
-    Figures estimate;
-    // The parsed command (Estimator::Profile, less the prior's text), so a refresh costs history lookups only.
-    std::string_view class_key, family_key;  // interned by the estimator
+    // The parsed command (Estimator::Profile, less the prior's text and the keys the core keeps), so a refresh
+    // costs history lookups only.
     uint64_t prior_peak_bytes = 0;
     uint64_t store_key = 0;
     uint64_t command_hash = 0;         // as the build log hashes the command
-    int64_t waiting_since_ms = -1;     // when it started waiting for memory; -1 when not waiting
-    uint32_t estimate_generation = 0;  // Estimator::generation() the estimate was made at (low 32 bits)
     int32_t last_wait_ms = 0;          // how long it waited before its latest admission (capped at ~24 days)
     ToolFamily prior_family = ToolFamily::kUnknown;
     bool has_hint = false;             // $headroom_mem is set (read from the edge when predicting)
-    bool must_run_alone = false;
-    bool explained_wait = false;
-    bool explained_cpu_wait = false;   // -d explain said once that it waits for a CPU (AdmissionConfig::cpus)
-    uint64_t counted_peak = 0;         // the admission decision's counted_peak, for JobStarted
-    bool early_start = false;          // admitted early (AdmissionDecision::early_start); read when it starts
-    // The estimate comes from the edge's own runs, which change only when it runs: later finished jobs
-    // cannot change it, so a waiting edge is not re-predicted after each of them.
-    bool settled = false;
-  };
-  // What an edge's OOM kills left (HandleMemoryFailure), for the few edges that had one.
-  struct Requeue {
-    uint64_t floor = 0;  // raised estimate of an OOM requeue: newer class figures never lower it
-    int memory_failures = 0;
-    int limit_failures = 0;  // failures at the guard's limit (FailedAtGuardLimit): requeued once only
   };
   struct Running {
     Edge* edge = nullptr;
     JobId runner_id = -1;
-    int meter_key = 0;
-    bool safety_killed = false;
-    bool frozen_by_signal = false;  // SIGSTOP rather than a cgroup freezer
-    size_t timeline_job = 0;        // its entry in timeline_, when there is one
+    int meter_key = 0;                 // also its run key in the core
+    bool frozen_by_signal = false;     // SIGSTOP rather than a cgroup freezer
+    size_t timeline_job = 0;           // its entry in timeline_, when there is one
     uint64_t guard_limit_hits_at_start = 0;  // BuildGuard::limit_hits() when it started
-    bool paused_once = false;       // frozen or parked at some time: its samples no longer trace its rise
-    RiseRecorder rise;              // its samples, for the rise curve the history keeps
-    RunningJob job;
+    const RunningJob* job = nullptr;   // the core's view of it (SchedulerCore::Run), valid while it runs
   };
 
-  // The state of an edge that is waiting or running, made on first use and dropped when it completes.
+  // The state of an edge that is waiting or running, made (and tracked by the core) on first use and dropped when
+  // it completes.
   EdgeState& StateFor(const Edge* edge);
-  // Evaluates the command and bindings the estimate depends on, and predicts.
-  void Describe(const Edge* edge, EdgeState* state);
+  // Evaluates the command and bindings the estimate depends on; returns what the core keeps of them.
+  CoreJobTraits Describe(const Edge* edge, EdgeState* state);
   // What the estimator reads of an edge; its views point into the graph and `hint` (kept by the caller).
   static JobDescription DescriptionOf(const Edge* edge, const EdgeState& state, std::string* hint);
-  static JobProfile ProfileOf(const EdgeState& state);
+  static JobProfile ProfileOf(const EdgeState& state, const CoreJobTraits& traits);
   // ProfileOf, keyed per execution mode when the exec-mode hooks say the edge runs (or ran) remote.
-  JobProfile ModeProfileOf(const Edge* edge, const EdgeState& state, bool at_job_end) const;
+  JobProfile ModeProfileOf(const Edge* edge, const EdgeState& state, const CoreJobTraits& traits,
+                           bool at_job_end) const;
   // Class key -> its class's and family's " @remote" keys, interned by the estimator (ModeProfileOf).
   mutable std::unordered_map<std::string_view, std::pair<std::string_view, std::string_view>> remote_keys_;
-  // Re-predicts from the profile and the history as it is now (the estimator learned since the last one).
-  void Predict(const Edge* edge, EdgeState& state);
+  // Predicts from the profile and the history as it is now.
+  Estimate PredictNow(const Edge* edge, const EdgeState& state, const CoreJobTraits& traits);
+  // Re-predicts into the core (the estimator learned since the last one).
+  void Predict(const Edge* edge, const EdgeState& state);
   // An edge not started yet follows what finished jobs taught since it was first considered.
-  void RefreshIfStale(const Edge* edge, EdgeState& state);
+  void RefreshIfStale(const Edge* edge, const EdgeState& state);
   static const std::string& OutputOf(const Edge* edge);
   MemoryReading Read();
   // The pass's reading when it is at most kReadingReuseMs old, else a fresh one (admission and slot offers).
   const MemoryReading& RecentReading(int64_t now);
   // RecentReading less what other builds sharing this one's memory still owe: what admission may plan on.
   MemoryReading AdmissionReading(int64_t now);
-  uint64_t RequeueFloor(const Edge* edge) const;
   // RunningJob::compute_bound: a compiler, nvcc or linker that runs here, not on a compile farm.
   bool KeepsALocalCpuBusy(const Edge* edge, const EdgeState& state) const;
-  bool IsGuess(const Edge* edge, const EdgeState& state) const;
-  // Its estimate is its own completed runs' figure (RunningJob::own_history).
-  bool SizedFromOwnRuns(const Edge* edge, const EdgeState& state) const;
-  Candidate CandidateFor(const Edge* edge, EdgeState& state, int64_t now) const;
-  void NoteWait(const Edge* edge, EdgeState& state, const AdmissionDecision& decision, int64_t now);
-  // A wait for a CPU is no wait for memory: explained once, never counted in the memory summary or status.
-  void NoteCpuWait(const Edge* edge, EdgeState& state, const AdmissionDecision& decision);
-  void NoteAdmitted(const Edge* edge, EdgeState& state, const AdmissionDecision& decision, int64_t now);
+  // Says what the core's step decided: explanations, markers, warnings, the head's published need.
+  void NoteStep(const Edge* edge, EdgeState& state, const CoreStep& step, int64_t now);
+  void NoteAdmitted(const Edge* edge, EdgeState& state, const CoreStep& step, int64_t now);
+  // Carries out a freeze, thaw or kill the core applied (the safety net's or the guard's).
+  void CarryOut(const CoreAction& action, ProcessRunner* runner);
   void ApplySafetyAction(const SafetyAction& action, ProcessRunner* runner);
   void Resume(const Running& running, ProcessRunner* runner);
   // Stops a job's whole tree (the cgroup freezer, else SIGSTOP to its process group); Resume undoes it.
@@ -179,9 +149,10 @@ class MemoryController : public JobController {
   void CheckEarlyStarts(const MemoryReading& reading, int64_t now, ProcessRunner* runner);
   // How often Tick samples: often while an early-started job may be growing into memory not yet free.
   int SampleIntervalMs() const;
-  std::vector<RunningJob> RunningJobs() const;
+  std::vector<RunningJob> RunningJobs() const { return core_.RunningJobs(); }
   Running* FindByKey(uint64_t key);
-  bool HandleMemoryFailure(Edge* edge, EdgeState& state, const JobMemoryResult& result, MemoryFailureKind kind,
+  bool KilledByHeadroom(const Running& running) const;
+  bool HandleMemoryFailure(Edge* edge, const JobMemoryResult& result, MemoryFailureKind kind, uint64_t peak,
                            JobExit* exit);
   void PublishStatus(const MemoryReading& reading);
   void Explain(const std::string& message) const;
@@ -196,23 +167,19 @@ class MemoryController : public JobController {
   Parts parts_;
   MemoryConfig config_;
   bool explain_;
-  AdmissionPolicy policy_;
-  SafetyNet safety_;
-  uint64_t budget_bytes_ = 0;
+  SchedulerCore core_;  // the decisions (scheduler_core.h); this class carries them out
+  MemoryDecisions& decisions_ = core_.decisions();
+  uint64_t budget_bytes_ = 0;  // kept in step with core_.budget_bytes()
   std::unordered_map<const Edge*, EdgeState> edges_;
-  std::unordered_map<const Edge*, Requeue> requeues_;  // dropped with the edge's state when it completes
   std::map<JobId, Running> running_;  // by runner id; iteration order = start order (ids increase)
+  std::unordered_map<int, JobId> runner_of_meter_key_;  // for the core's views (jobserver slots are by runner id)
   int next_meter_key_ = 1;
   int pending_meter_key_ = 0;
   MemoryReading pass_reading_;
   int64_t pass_reading_ms_ = -1;  // when pass_reading_ was taken; -1: read afresh at the next pass
   static constexpr int64_t kReadingReuseMs = 20;
   static constexpr uint64_t kFreshReadingAfterBytes = 32ull << 20;  // a job this large ending frees memory
-  std::optional<AdmissionPass> pass_;  // the current walk over ready edges (with a copy of pass_reading_)
-  int pass_waits_ = 0;                 // candidates the current walk refused
-  int waiting_now_ = 0;
   int64_t last_tick_ms_ = -1;  // when Tick last sampled
-  MemoryDecisions decisions_;
   // --- build guard (build_guard.h): armed in the constructor, checked each tick, released on abort ---
   void ArmGuard(const MemoryReading& first);
   void EnsureGuard();                // arms the guard once, before the first admission decision
@@ -235,9 +202,6 @@ class MemoryController : public JobController {
   BuildTimeline* timeline_ = nullptr;
   ExecModeHooks exec_mode_hooks_;
   SlotCosts slot_costs_;  // jobserver slots: what each running job's extra slots are charged
-  // What the least demanding ready job that waits would be admitted at (0 when none waits); a jobserver slot
-  // may not take it (memory_controller_slots.cc).
-  uint64_t LeastWaitingNeed(uint64_t budget) const;
 
   // --- machine-wide ledger (memory_controller_ledger.cc, docs/build-ledger.md) ---
   std::string JobsCgroupPath() const;
@@ -255,7 +219,7 @@ class MemoryController : public JobController {
   std::string OtherBuildsNote() const;
   // What other builds should leave free for this build's waiting head (LedgerEntry::waiting_bytes): its estimate
   // while nothing of this build runs or it must run alone after memory failures, else 0. Published when it changes.
-  uint64_t NeedOtherBuildsShouldLeave(const EdgeState& head) const;
+  uint64_t NeedOtherBuildsShouldLeave(const Edge* head) const;
   void PublishHeadWait(uint64_t need);
   uint64_t others_waiting_ = 0;     // what other builds' waiting heads need left free (LedgerEntry::waiting_bytes)
   std::unique_ptr<BuildLedger> ledger_;

@@ -1,6 +1,7 @@
-// Discrete-event build simulator: jobs with memory curves on a fake clock, driven by the real estimator,
-// admission policy, safety net and requeue policy (or by a fixed -j baseline), with a "kernel" that OOM-kills
-// the biggest job whenever the budget is exceeded. The unit tests and `-t plan` (planner.h) both run it.
+// Discrete-event build simulator: jobs with memory curves on a fake clock, driven by the real estimator and the
+// build's own scheduler core (admission walks, early starts and parking, safety net, requeues: scheduler_core.h),
+// or by a fixed -j baseline, with a "kernel" that OOM-kills the biggest job whenever the budget is exceeded. The
+// unit tests and `-t plan` (planner.h) both run it.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,7 @@
 #include "headroom/admission/admission_policy.h"
 #include "headroom/admission/priority.h"
 #include "headroom/admission/safety_net.h"
+#include "headroom/admission/scheduler_core.h"
 #include "headroom/estimator/estimator.h"
 #include "headroom/history/history_store.h"
 
@@ -55,9 +57,8 @@ struct SimConfig {
   // of predicted duration grown by memory share, each job at least a second, jobs too big to run together
   // chained, once any history exists; ninja's edge count before. Overrides `priority`.
   bool builder_priorities = false;
-  // > 0: an admission pass looks at only this many ready jobs, best first (the planner's builds have thousands
-  // ready at once; the builder walks them all, but one deep in the queue is rarely the only one that fits).
-  // 0: all of them.
+  // > 0: an admission walk looks at only this many ready jobs, best first (the builder's walk stops after
+  // kAdmissionWalkWindow refusals either way). 0: all of them.
   size_t candidate_window = 0;
   AdmissionConfig admission;
   SafetyConfig safety;
@@ -75,6 +76,8 @@ struct SimResult {
   int freezes = 0;
   int requeues = 0;
   int over_budget_admissions = 0;
+  int parks = 0;              // early starts parked at least once (AdmissionConfig::early_starts)
+  MemoryDecisions decisions;  // the scheduler core's record, as a build's summary reads it
   std::vector<std::string> failures;    // give-up messages.
   std::vector<size_t> failed_jobs;      // the jobs that gave up, in order.
   std::map<size_t, int64_t> started_ms; // last start of each job.
@@ -101,19 +104,19 @@ class Simulator {
 
   static AdmissionConfig WithBudget(const SimConfig& config);
   JobDescription Describe(size_t i) const;
-  const Estimate& EstimateOf(size_t i);
+  // The job's estimate, kept by the core and re-predicted once the estimator learned something.
+  const EstimateFigures& EstimateOf(size_t i);
   void ComputePriorities_();
   void UseBuilderWeights(bool any_history, std::vector<PriorityJob>* costs) const;
-  bool IsGuess(size_t i);
-  bool SizedFromOwnRuns(size_t i);  // RunningJob::own_history
   void MakeReady(size_t i);
   uint64_t Used() const;
   MemoryReading Reading() const;
   std::vector<size_t> ReadyByPriority() const;
-  std::vector<RunningJob> Views() const;
-  Candidate CandidateOf(size_t i);
+  bool Frozen(const Active& run) const;
   void Admit();
-  void Start(size_t i, bool alone, uint64_t counted_peak);  // counted_peak: AdmissionDecision::counted_peak
+  // One admission walk, as the builder makes one per start: the first ready job the core admits, if any.
+  std::optional<size_t> Walk(const std::vector<size_t>& ready, const MemoryReading& reading);
+  void Start(size_t i);
   double ProgressRate() const;
   void Advance();
   void KernelOomKills();
@@ -127,13 +130,13 @@ class Simulator {
   std::string last_head_reason_;
   std::unique_ptr<Estimator> own_estimator_;
   Estimator* estimator_;
-  AdmissionPolicy policy_;
-  SafetyNet net_;
+  SchedulerCore core_;
   std::vector<JobState> state_;
   std::map<size_t, std::vector<size_t>> dependents_;
   std::vector<double> priority_;
   std::set<std::pair<double, size_t>> ready_;  // (-priority, job): best first, then manifest order
   std::vector<Active> running_;
+  CoreRunKey next_run_ = 1;
   SimResult result_;
   int64_t now_ = 0;
   size_t finished_ = 0, failed_ = 0;
