@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Owns the cgroup-v2 VM: installs what is missing (qemu, a Debian kernel, busybox, virtme-ng), boots that kernel over
-# this machine's own userspace with vng (cgroup v2 only, memory controller on), and runs one command inside it.
+# Owns the cgroup VM: installs what is missing (qemu, a Debian kernel, busybox, virtme-ng), boots that kernel over
+# this machine's own userspace with vng (cgroup v2 only, memory controller on; or, with --cgroup v1, the v1 memory,
+# freezer, pids and cpu hierarchies as systemd's legacy mode mounts them), and runs one command inside it.
 #
-# Usage: scripts/v2-vm.sh [--memory SIZE] [--cpus N] [--timeout SECONDS] [--rwdir DIR]... [--verbose] [--] COMMAND [ARG...]
+# Usage: scripts/v2-vm.sh [--cgroup v1|v2] [--memory SIZE] [--cpus N] [--timeout SECONDS] [--rwdir DIR]... [--verbose]
+#                         [--] COMMAND [ARG...]
 #        scripts/v2-vm.sh --install-only
 #
-# The command runs as root in the current directory (the same path inside), in the guest's root cgroup (whose
+# The command runs as root in the current directory (the same path inside), in the guest's root cgroup (on v2 its
 # subtree_control gets +memory +pids, as systemd sets it on a v2 host), with this shell's PATH (the python3 found here
 # first), HOME, CI, TMPDIR, PYTHON*, HEADROOM_* and NINJA_* variables. Inside, the host's filesystem is read-only
 # except each --rwdir (shared with the host) and /tmp, /etc, /var... (overlays in guest memory, lost at the end).
@@ -16,6 +18,7 @@
 # (--disable-kvm), roughly 10x slower than native for CPU-bound work.
 set -uo pipefail
 
+cgroup=v2
 memory=3G
 cpus=2
 timeout_s=1200
@@ -31,6 +34,7 @@ die() { echo "v2-vm: $*" >&2; exit 125; }
 
 while [ $# -gt 0 ]; do
   case "$1" in
+    --cgroup) cgroup="${2:?}"; shift 2 ;;
     --memory) memory="${2:?}"; shift 2 ;;
     --cpus) cpus="${2:?}"; shift 2 ;;
     --timeout) timeout_s="${2:?}"; shift 2 ;;
@@ -44,6 +48,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ $# -gt 0 ] || [ $install_only = 1 ] || usage
+case "$cgroup" in v1|v2) ;; *) echo "v2-vm: --cgroup takes v1 or v2, not $cgroup" >&2; usage ;; esac
 
 # --- Install what is missing (idempotent, like scripts/install-deps.sh). -------------------------------------------
 # No recommends: qemu-system-x86's (a GUI, ffmpeg...) are ~140 packages vng does not need. INITRD=No: the Debian
@@ -96,8 +101,17 @@ python_dir="$(dirname "$(python3 -c 'import sys; print(sys.executable)')")"
   for var in HOME CI TMPDIR LANG LC_ALL $(compgen -e | grep -E '^(HEADROOM_|NINJA_|PYTHON|PYTEST_|GTEST_)'); do
     [ -n "${!var+x}" ] && printf 'export %s=%q\n' "$var" "${!var}"
   done
-  # systemd enables these for the root cgroup's children on a v2 host; the guest has no systemd.
-  echo 'for c in memory pids cpu io; do echo "+$c" > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null; done'
+  if [ "$cgroup" = v2 ]; then
+    # systemd enables these for the root cgroup's children on a v2 host; the guest has no systemd.
+    echo 'for c in memory pids cpu io; do echo "+$c" > /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null; done'
+  else
+    # The v1 hierarchies, mounted as systemd's legacy mode does: a controller not enabled in the v2 tree may be bound
+    # to a v1 hierarchy instead (the guest's init mounted cgroup2 and enabled nothing).
+    echo 'mountpoint -q /sys/fs/cgroup && umount /sys/fs/cgroup'
+    echo 'mount -t tmpfs -o mode=755 cgroup /sys/fs/cgroup || exit 125'
+    echo 'for c in memory freezer pids cpu,cpuacct; do mkdir -p /sys/fs/cgroup/$c && mount -t cgroup -o $c cgroup /sys/fs/cgroup/$c || { echo "v2-vm: cannot mount the v1 $c hierarchy" >&2; exit 125; }; done'
+    echo 'ln -s cpu,cpuacct /sys/fs/cgroup/cpu; ln -s cpu,cpuacct /sys/fs/cgroup/cpuacct'
+  fi
   printf 'cd %q || exit 125\n' "$PWD"
   printf '%q ' "$@"; echo
   printf 'echo $? > %q/rc\n' "$state"
@@ -109,7 +123,7 @@ for dir in "${rwdirs[@]}"; do
 done
 [ $verbose = 1 ] && vng_args+=(--verbose)
 
-echo "v2-vm: booting $kernel (TCG, $cpus CPUs, $memory, timeout ${timeout_s}s): $*" >&2
+echo "v2-vm: booting $kernel (TCG, cgroup $cgroup, $cpus CPUs, $memory, timeout ${timeout_s}s): $*" >&2
 start=$SECONDS
 # qemu reopens /proc/self/fd/1 and /proc/self/fd/2 for the guest's output: a file (a CI log) would be written from
 # offset 0, over what is already there. Through pipes the output follows on. timeout signals its whole process group:
