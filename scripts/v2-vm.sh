@@ -5,7 +5,7 @@
 #
 # Usage: scripts/v2-vm.sh [--cgroup v1|v2] [--memory SIZE] [--cpus N] [--timeout SECONDS] [--rwdir DIR]... [--verbose]
 #                         [--] COMMAND [ARG...]
-#        scripts/v2-vm.sh --install-only
+#        scripts/v2-vm.sh [--cgroup v1|v2] --install-only
 #
 # The command runs as root in the current directory (the same path inside), in the guest's root cgroup (on v2 its
 # subtree_control gets +memory +pids, as systemd sets it on a v2 host), with this shell's PATH (the python3 found here
@@ -76,16 +76,51 @@ if ! command -v vng >/dev/null || [ "$(vng --version 2>/dev/null)" != "virtme-ng
   hash -r
   command -v vng >/dev/null || die "vng is not on PATH after installing virtme-ng"
 fi
-[ $install_only = 1 ] && exit 0
 
-# --- The kernel: the newest Debian kernel in /boot that has its modules (vng loads 9p and virtio from them). --------
+# --- The kernel: the newest Debian kernel in /boot that has its modules (vng loads 9p and virtio from them); for the
+# v1 lane one that still has the v1 memory controller (before Linux 6.11, or CONFIG_MEMCG_V1=y: Debian 13's 6.12 has
+# it off), which on a newer release is Debian 12's kernel, installed beside the release's own from the Debian archive.
+usable() {
+  local version="${1#/boot/vmlinuz-}" config="/boot/config-${1#/boot/vmlinuz-}"
+  [ -d "/lib/modules/$version/kernel" ] || return 1
+  [ "$cgroup" = v2 ] && return 0
+  grep -q '^CONFIG_MEMCG=y' "$config" 2>/dev/null || return 1
+  grep -q '^CONFIG_MEMCG_V1=y' "$config" || ! grep -q 'CONFIG_MEMCG_V1' "$config"
+}
+pick_kernel() {
+  local image
+  for image in $(ls /boot/vmlinuz-* 2>/dev/null | sort -V -r); do
+    usable "$image" && { echo "$image"; return; }
+  done
+}
+install_v1_kernel() {
+  local dir package sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  dir="$(mktemp -d)" && mkdir -p "$dir/lists/partial" "$dir/archives/partial" || return 1
+  echo "deb http://deb.debian.org/debian bookworm main" > "$dir/sources.list"
+  # A private package list (Debian 12's), so the machine's own sources are left as they are.
+  local apt_options=(-o "Dir::Etc::SourceList=$dir/sources.list" -o Dir::Etc::SourceParts=/dev/null
+                     -o "Dir::State::Lists=$dir/lists" -o "Dir::Cache::Archives=$dir/archives" -o APT::Sandbox::User=root)
+  echo "v2-vm: installing Debian 12's kernel for the cgroup v1 lane (this release's kernel has no v1 memory controller)" >&2
+  apt-get "${apt_options[@]}" update -qq &&
+    package="$(apt-cache "${apt_options[@]}" depends linux-image-amd64 | sed -n 's/^ *Depends: \(linux-image-6\.1\.[^ ]*\)$/\1/p' | head -n 1)" &&
+    [ -n "$package" ] && (cd "$dir" && apt-get "${apt_options[@]}" download -q "$package" >/dev/null) &&
+    $sudo_cmd env DEBIAN_FRONTEND=noninteractive INITRD=No dpkg -i "$dir/$package"_*.deb >/dev/null
+  local rc=$?
+  rm -rf "$dir"
+  return $rc
+}
 kernel="${V2VM_KERNEL:-}"
 if [ -z "$kernel" ]; then
-  for image in $(ls /boot/vmlinuz-* 2>/dev/null | sort -V -r); do
-    [ -d "/lib/modules/${image#/boot/vmlinuz-}/kernel" ] && { kernel="$image"; break; }
-  done
+  kernel="$(pick_kernel)"
+  if [ -z "$kernel" ] && [ "$cgroup" = v1 ]; then
+    install_v1_kernel || die "installing Debian 12's kernel failed"
+    kernel="$(pick_kernel)"
+  fi
 fi
-[ -n "$kernel" ] && [ -r "$kernel" ] || die "no kernel with modules in /boot (linux-image-amd64 installs one)"
+[ $install_only = 1 ] && exit 0
+[ -n "$kernel" ] && [ -r "$kernel" ] ||
+  die "no kernel with modules$([ "$cgroup" = v1 ] && echo ' and the v1 memory controller') in /boot (linux-image-amd64 installs one)"
 
 # --- The command, wrapped: it reports that the guest came up and its exit status through a shared directory. -------
 state="$(mktemp -d "${TMPDIR:-/tmp}/headroom-v2vm.XXXXXX")" || die "mktemp failed"
