@@ -98,9 +98,11 @@ install_v1_kernel() {
   [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
   dir="$(mktemp -d)" && mkdir -p "$dir/lists/partial" "$dir/archives/partial" || return 1
   echo "deb http://deb.debian.org/debian bookworm main" > "$dir/sources.list"
-  # A private package list (Debian 12's), so the machine's own sources are left as they are.
+  # A private package list (Debian 12's) that ignores what is installed (whose newer linux-image-amd64 would win), so
+  # the machine's own sources and lists are left as they are.
   local apt_options=(-o "Dir::Etc::SourceList=$dir/sources.list" -o Dir::Etc::SourceParts=/dev/null
-                     -o "Dir::State::Lists=$dir/lists" -o "Dir::Cache::Archives=$dir/archives" -o APT::Sandbox::User=root)
+                     -o "Dir::State::Lists=$dir/lists" -o Dir::State::status=/dev/null
+                     -o "Dir::Cache::Archives=$dir/archives" -o APT::Sandbox::User=root)
   echo "v2-vm: installing Debian 12's kernel for the cgroup v1 lane (this release's kernel has no v1 memory controller)" >&2
   apt-get "${apt_options[@]}" update -qq &&
     package="$(apt-cache "${apt_options[@]}" depends linux-image-amd64 | sed -n 's/^ *Depends: \(linux-image-6\.1\.[^ ]*\)$/\1/p' | head -n 1)" &&
