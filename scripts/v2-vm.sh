@@ -148,6 +148,9 @@ python_dir="$(dirname "$(python3 -c 'import sys; print(sys.executable)')")"
     echo 'mount -t tmpfs -o mode=755 cgroup /sys/fs/cgroup || exit 125'
     echo 'for c in memory freezer pids cpu,cpuacct; do mkdir -p /sys/fs/cgroup/$c && mount -t cgroup -o $c cgroup /sys/fs/cgroup/$c || { echo "v2-vm: cannot mount the v1 $c hierarchy" >&2; exit 125; }; done'
     echo 'ln -s cpu,cpuacct /sys/fs/cgroup/cpu; ln -s cpu,cpuacct /sys/fs/cgroup/cpuacct'
+    # The command runs in a child group of each hierarchy, as a host's session does (systemd's slices): nothing on a
+    # v1 host runs in the root memory cgroup, and paths below it are written as <own group>/<child>.
+    echo 'for c in memory freezer pids cpu,cpuacct; do mkdir /sys/fs/cgroup/$c/lane && echo $$ > /sys/fs/cgroup/$c/lane/cgroup.procs || exit 125; done'
   fi
   printf 'cd %q || exit 125\n' "$PWD"
   printf '%q ' "$@"; echo
@@ -160,28 +163,38 @@ for dir in "${rwdirs[@]}"; do
 done
 [ $verbose = 1 ] && vng_args+=(--verbose)
 
-echo "v2-vm: booting $kernel (TCG, cgroup $cgroup, $cpus CPUs, $memory, timeout ${timeout_s}s): $*" >&2
-start=$SECONDS
-# qemu reopens /proc/self/fd/1 and /proc/self/fd/2 for the guest's output: a file (a CI log) would be written from
-# offset 0, over what is already there. Through pipes the output follows on. timeout signals its whole process group:
-# vng and the qemu it runs.
-exec 4> >(cat)
-out_pid=$!
-exec 5> >(cat >&2)
-err_pid=$!
-# timeout leads a process group of its own, out of reach of a terminal's ^C: an interrupt or a TERM of this script is
-# passed on to it (it signals the group), and the script waits for the VM to end.
-timeout -k 30 "$timeout_s" vng "${vng_args[@]}" --exec "/bin/bash $state/inner.sh" </dev/null >&4 2>&5 &
-vm_pid=$!
-interrupted=0
-trap 'interrupted=1; kill -TERM $vm_pid 2>/dev/null' INT TERM HUP
-wait $vm_pid
-vng_rc=$?
-while kill -0 $vm_pid 2>/dev/null; do wait $vm_pid; vng_rc=$?; done
-exec 4>&- 5>&-
-wait $out_pid $err_pid
-[ $interrupted = 1 ] && { echo "v2-vm: interrupted: the VM was stopped" >&2; exit 130; }
-elapsed=$((SECONDS - start))
+# run_vm [VNG_ARG...]: boots the VM once, the command in it; sets vng_rc and elapsed.
+run_vm() {
+  echo "v2-vm: booting $kernel (TCG, cgroup $cgroup, $cpus CPUs, $memory, timeout ${timeout_s}s): $*" >&2
+  start=$SECONDS
+  # qemu reopens /proc/self/fd/1 and /proc/self/fd/2 for the guest's output: a file (a CI log) would be written from
+  # offset 0, over what is already there. Through pipes the output follows on. timeout signals its whole process
+  # group: vng and the qemu it runs.
+  exec 4> >(cat)
+  out_pid=$!
+  exec 5> >(cat >&2)
+  err_pid=$!
+  # timeout leads a process group of its own, out of reach of a terminal's ^C: an interrupt or a TERM of this script
+  # is passed on to it (it signals the group), and the script waits for the VM to end.
+  timeout -k 30 "$timeout_s" vng "${vng_args[@]}" "$@" --exec "/bin/bash $state/inner.sh" </dev/null >&4 2>&5 &
+  vm_pid=$!
+  interrupted=0
+  trap 'interrupted=1; kill -TERM $vm_pid 2>/dev/null' INT TERM HUP
+  wait $vm_pid
+  vng_rc=$?
+  while kill -0 $vm_pid 2>/dev/null; do wait $vm_pid; vng_rc=$?; done
+  exec 4>&- 5>&-
+  wait $out_pid $err_pid
+  [ $interrupted = 1 ] && { echo "v2-vm: interrupted: the VM was stopped" >&2; exit 130; }
+  elapsed=$((SECONDS - start))
+}
+run_vm
+# Under TCG on a loaded host the guest kernel has died early in boot (qemu gone after 76 and 96 s, twice on one day,
+# with the console hidden): once more, with the console shown, before the stage fails.
+if [ ! -e "$state/booted" ] && [ $vng_rc -ne 124 ] && [ $vng_rc -ne 137 ] && [ $verbose = 0 ]; then
+  echo "v2-vm: the VM did not boot (vng exited $vng_rc after ${elapsed}s): once more, its console shown" >&2
+  run_vm --verbose
+fi
 
 if [ $vng_rc -eq 124 ] || [ $vng_rc -eq 137 ]; then
   echo "v2-vm: TIMEOUT: the VM was stopped after ${elapsed}s (limit ${timeout_s}s)$([ -e "$state/booted" ] || echo '; it never booted')" >&2
