@@ -33,6 +33,10 @@ unit_filter+=':-RealCgroupTest.SystemCounterGivesWeakEvidenceWithoutAJobCgroup:R
 # names in step with v1_only_unit_tests in scripts/test.sh, which leaves them out of a v2 host's own run.
 unit_filter_v1='RealCgroupTest.*:JobMeterRealTest.*:RealGuardTest.*:RealSharedGuardTest.*:JobCgroupsPreparedTest.*'
 unit_filter_v1+=':PreparedLaunchTest.*:ProcessRunnerTest.JobJoinsTheGivenCgroupBeforeExec:ProcessRunnerTest.ConsoleJobCanJoinCgroupToo'
+# Left out of the v1 lane (so run on v1 hosts only, in their plain stage): its premise, a 130 MiB job reaching the
+# limit while another holds 130 MiB for 3 s, does not hold under TCG, where the second job's ramp outlasts the first's
+# hold (no stall within 20 s: 2 of 2 lane runs on 2026-12-06, 23 of the other 23 tests passing).
+unit_filter_v1+=':-RealGuardTest.TasksWaitAtTheLimitAndKillingTheYoungestLetsTheOldestFinish'
 e2e_suites=(test_memory_box.py test_guard_enomem.py test_guard_early_start.py test_guard_rise_bets.py
             test_guard_shared.py test_shared_builds.py)
 # Left out of the lane unless --full (TCG timings on a loaded 2-core host; with them the lane takes ~5 min more):
