@@ -14,8 +14,8 @@ BYPRODUCTS (restat: an unchanged byproduct rebuilds nothing downstream), the `he
 target (`-t clean`, then a full rebuild), a CMakeLists.txt edit that regenerates inside the build, and a
 CONFIGURE_DEPENDS glob picking up a new source.
 
-Meson (PyPI `meson`, installed into a venv this test session creates and caches under ~/.cache/headroom-e2e; set
-HEADROOM_E2E_MESON to a meson executable to use another): setup, compile_commands.json from `-t compdb`, compile,
+Meson (PyPI `meson`, pinned, in the venv scripts/install-test-deps.sh makes under ~/.cache/headroom-e2e, run here when
+it is missing; set HEADROOM_E2E_MESON to a meson executable to use another): setup, compile_commands.json from `-t compdb`, compile,
 `meson test` (its `ninja -n build.ninja` must print `ninja: no work to do.`, so meson does not rebuild), no-op, a
 meson.build edit that regenerates via REGENERATE_BUILD in the console pool (nested `-t restat`/`-t cleandead`: the
 removed target's output is deleted), `meson compile --clean` (`ninja clean` -> `-t clean`) and a rebuild.
