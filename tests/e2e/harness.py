@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+import common  # noqa: E402 (the e2e directory is on sys.path: conftest.py)
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HEADROOM_VERSION = "1.13.2"
 # Files the harness reports through dedicated observations rather than the file snapshot.
@@ -61,7 +63,8 @@ def headroom_binary() -> str:
 
 
 def v111_binary() -> str:
-    return os.environ.get("NINJA_V111", "/usr/bin/ninja")
+    """ninja 1.11.1 (Kitware's PyPI build, pinned by scripts/install-test-deps.sh) for the v5-log interop scenarios."""
+    return os.environ.get("NINJA_V111") or str(common.test_deps_dir() / "ninja-1.11-venv" / "bin" / "ninja")
 
 
 def in_ci() -> bool:
@@ -243,12 +246,15 @@ class Workspace:
         return self.bins["sut"] == self.config.ref
 
     def require_v111(self):
+        why = None
         if not os.access(self.bins["v111"], os.X_OK):
-            if in_ci():
-                pytest.fail("ninja 1.11.1 (%s) is required in CI for v5-log interop scenarios" % self.bins["v111"])
-            pytest.skip("ninja 1.11.1 not available at %s" % self.bins["v111"])
-        if not version_of(self.bins["v111"]).startswith("1.11"):
-            pytest.skip("%s is not ninja 1.11" % self.bins["v111"])
+            why = "ninja 1.11.1 not available at %s (scripts/install-test-deps.sh installs it)" % self.bins["v111"]
+        elif not version_of(self.bins["v111"]).startswith("1.11"):
+            why = "%s is not ninja 1.11 (NINJA_V111)" % self.bins["v111"]
+        if why and in_ci():
+            pytest.fail(why + ": required in CI for the v5-log interop scenarios")
+        if why:
+            pytest.skip(why)
 
     # -- files ---------------------------------------------------------------------------------------------------------
     def path(self, rel: str) -> Path:

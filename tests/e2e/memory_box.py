@@ -50,6 +50,21 @@ def unavailable_reason() -> str | None:
     return None
 
 
+def require_cgroup_version(found: str, wanted: str, what: str):
+    """A test of cgroup `wanted` (v1|v2) only, on a box of version `found`. It skips where this test command runs a lane
+    of `wanted` elsewhere (HEADROOM_CGROUP_OTHER_LANE, set by scripts/test.sh and scripts/test-v2.sh: the other lane
+    runs it), fails under CI (in the lane of `wanted` too: HEADROOM_CGROUP_LANE) and skips otherwise."""
+    if found == wanted:
+        return
+    reason = "%s: cgroup %s only, this box is %s" % (what, wanted, found)
+    if os.environ.get("HEADROOM_CGROUP_OTHER_LANE") == wanted and os.environ.get("HEADROOM_CGROUP_LANE") != wanted:
+        pytest.skip(reason + " (this test command's cgroup %s lane runs it: scripts/test-v2.sh)" % wanted)
+    if os.environ.get("CI"):
+        pytest.fail(reason + " (required in CI: run it in the cgroup %s lane, scripts/test-v2.sh --cgroup %s)"
+                    % (wanted, wanted))
+    pytest.skip(reason)
+
+
 def require_box():
     reason = unavailable_reason()
     if reason:

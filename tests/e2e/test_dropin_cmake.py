@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import common
 import harness
 
 REPO = Path(__file__).resolve().parents[2]
@@ -33,7 +34,8 @@ def require(condition: bool, message: str):
 def env() -> dict:
     e = {k: v for k, v in os.environ.items() if k not in ("NINJA_STATUS", "MAKEFLAGS", "MAX_JOBS", "HEADROOM_FLAGS")}
     e.update(TERM="dumb", LC_ALL="C")
-    return e
+    nvcc = common.nvcc_path()
+    return common.with_nvcc(e, nvcc) if nvcc else e  # the examples' build.ninja runs plain `nvcc`
 
 
 def sh(args: list, cwd=None, timeout=900) -> subprocess.CompletedProcess:
@@ -128,11 +130,11 @@ def test_example_cmake_project(tmp_path, binaries):
 
 
 def cuda_ready() -> bool:
-    return shutil.which("nvcc") is not None
+    return common.nvcc_path() is not None
 
 
 def test_example_cuda_handwritten(tmp_path, binaries):
-    require(cuda_ready(), "nvcc is not on PATH")
+    require(cuda_ready(), "no nvcc (scripts/install-test-deps.sh installs one; HEADROOM_TEST_NVCC)")
     headroom = binaries["sut"]
     work = tmp_path / "cuda"
     shutil.copytree(REPO / "examples" / "cuda-project", work)
@@ -153,11 +155,11 @@ def test_example_cuda_handwritten(tmp_path, binaries):
 
 
 def test_example_cuda_cmake(tmp_path, binaries):
-    require(cuda_ready(), "nvcc is not on PATH")
+    require(cuda_ready(), "no nvcc (scripts/install-test-deps.sh installs one; HEADROOM_TEST_NVCC)")
     headroom = binaries["sut"]
     build = tmp_path / "build"
     sh(["cmake", "-S", REPO / "examples" / "cuda-project", "-B", build, "-G", "Ninja",
-        "-DCMAKE_CUDA_COMPILER=" + shutil.which("nvcc"), "-DCMAKE_MAKE_PROGRAM=" + headroom])
+        "-DCMAKE_CUDA_COMPILER=" + common.nvcc_path(), "-DCMAKE_MAKE_PROGRAM=" + headroom])
     r = sh([headroom, "-v", JOBS], cwd=build)
     cu = [ln for ln in r.stdout.splitlines() if "saxpy.cu" in ln and "nvcc" in ln]
     assert cu and "sm_80" in cu[0] and "sm_90" in cu[0] and "compute_90" in cu[0], r.stdout

@@ -1,28 +1,26 @@
 """Drop-in under PyTorch: torch.utils.cpp_extension builds examples/torch-extension with headroom as the
 `ninja` on PATH and MAX_JOBS=auto (torch then runs plain `ninja -v`), and the op is imported and called.
-The CUDA extension is built too when torch's CUDA major version equals the local nvcc's; otherwise the
-test prints why and skips (an expected skip, also in CI).
+The CUDA extension is built too, with the nvcc of tests/e2e/common.py (PyPI's, pinned by scripts/install-test-deps.sh
+to the CUDA major of the pinned torch); where the majors differ the test skips, and fails under CI.
 
-torch (from PyPI, ~5 GB with its CUDA libraries) lives in a cached venv, HEADROOM_TORCH_VENV or
-~/.cache/headroom-e2e/torch-venv, created on first use and reused while `import torch` works."""
+torch (from PyPI, ~5 GB with its CUDA libraries) lives in a venv, HEADROOM_TORCH_VENV or
+~/.cache/headroom-e2e/torch-venv, that scripts/install-test-deps.sh makes (run here when `import torch` fails)."""
 
 from __future__ import annotations
 
-import fcntl
 import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+import common
 import harness
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "torch-extension"
-PIP = ["-m", "pip", "install", "--disable-pip-version-check", "-q"]
 
 
 def require(condition: bool, message: str):
@@ -47,21 +45,11 @@ def torch_works(python: Path) -> bool:
 
 @pytest.fixture(scope="module")
 def torch_python() -> Path:
-    venv = Path(os.environ.get("HEADROOM_TORCH_VENV") or Path.home() / ".cache" / "headroom-e2e" / "torch-venv")
+    venv = Path(os.environ.get("HEADROOM_TORCH_VENV") or common.test_deps_dir() / "torch-venv")
     python = venv_python(venv)
-    venv.parent.mkdir(parents=True, exist_ok=True)
-    # One installer at a time: two test sessions sharing the cache must not both run pip into it.
-    with open(str(venv) + ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not torch_works(python):
-            shutil.rmtree(venv, ignore_errors=True)
-            r = subprocess.run([sys.executable, "-m", "venv", venv], capture_output=True, text=True, timeout=300)
-            require(r.returncode == 0, "cannot create a venv: " + r.stderr)
-            # setuptools and wheel: cpp_extension builds through setuptools, which Python 3.12+ venvs lack.
-            r = subprocess.run([python] + PIP + ["torch", "setuptools", "wheel"], capture_output=True, text=True,
-                               timeout=3000)
-            require(r.returncode == 0, "pip install torch failed:\n" + r.stdout[-3000:] + r.stderr[-3000:])
-            require(torch_works(python), "torch installed but does not import")
+    if not torch_works(python):
+        require(common.install_test_deps(), "scripts/install-test-deps.sh failed to install the pinned torch")
+        require(torch_works(python), "torch installed by scripts/install-test-deps.sh does not import from " + str(venv))
     return python
 
 
@@ -92,7 +80,7 @@ def torch_info(python: Path) -> dict:
 
 
 def nvcc_version() -> str | None:
-    nvcc = shutil.which("nvcc")
+    nvcc = common.nvcc_path()
     if not nvcc:
         return None
     out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60).stdout
@@ -109,7 +97,7 @@ def build_example(tmp_path: Path, python: Path, shim: Path, cuda: bool) -> tuple
     assert subprocess.run(["ninja", "--version"], env=env, capture_output=True, timeout=30).returncode == 0
     if cuda:
         env["HEADROOM_EXAMPLE_EXTENSIONS"] = "cuda"
-        env.setdefault("CUDA_HOME", str(Path(shutil.which("nvcc")).resolve().parent.parent))
+        env = common.with_nvcc(env, common.nvcc_path())
     r = subprocess.run([python, "setup.py", "build_ext", "--inplace"], cwd=work, env=env, capture_output=True,
                        text=True, timeout=1500)
     log = r.stdout + r.stderr
@@ -159,12 +147,10 @@ def test_cuda_extension(tmp_path, torch_python, ninja_shim):
     nvcc = nvcc_version()
     torch_major = info["cuda"].split(".")[0] if info["cuda"] else None
     nvcc_major = nvcc.split(".")[0] if nvcc else None
-    if not torch_major or not nvcc_major or torch_major != nvcc_major:
-        # Expected skip (even in CI): torch refuses to build CUDA extensions across CUDA major versions.
-        reason = "CUDA extension not built: torch %s is built with CUDA %s, local nvcc is %s (majors must match)" % (
-            info["version"], info["cuda"] or "none", nvcc or "absent")
-        print(reason)
-        pytest.skip(reason)
+    # torch refuses to build CUDA extensions across CUDA major versions: scripts/install-test-deps.sh pins both.
+    require(bool(torch_major and nvcc_major and torch_major == nvcc_major),
+            "CUDA extension not built: torch %s is built with CUDA %s, nvcc is %s (majors must match; HEADROOM_TEST_NVCC)"
+            % (info["version"], info["cuda"] or "none", nvcc or "absent"))
 
     print("torch %s (CUDA %s), nvcc %s" % (info["version"], info["cuda"], nvcc))
     work, log = build_example(tmp_path, torch_python, ninja_shim, cuda=True)

@@ -14,8 +14,8 @@ BYPRODUCTS (restat: an unchanged byproduct rebuilds nothing downstream), the `he
 target (`-t clean`, then a full rebuild), a CMakeLists.txt edit that regenerates inside the build, and a
 CONFIGURE_DEPENDS glob picking up a new source.
 
-Meson (PyPI `meson`, installed into a venv this test session creates and caches under ~/.cache/headroom-e2e; set
-HEADROOM_E2E_MESON to a meson executable to use another): setup, compile_commands.json from `-t compdb`, compile,
+Meson (PyPI `meson`, pinned, in the venv scripts/install-test-deps.sh makes under ~/.cache/headroom-e2e, run here when
+it is missing; set HEADROOM_E2E_MESON to a meson executable to use another): setup, compile_commands.json from `-t compdb`, compile,
 `meson test` (its `ninja -n build.ninja` must print `ninja: no work to do.`, so meson does not rebuild), no-op, a
 meson.build edit that regenerates via REGENERATE_BUILD in the console pool (nested `-t restat`/`-t cleandead`: the
 removed target's output is deleted), `meson compile --clean` (`ninja clean` -> `-t clean`) and a rebuild.
@@ -31,11 +31,11 @@ import re
 import shutil
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+import common
 import harness
 
 TRY_COMPILE_RE = re.compile(r"TryCompile-[A-Za-z0-9]+")  # CMake's randomly named scratch projects
@@ -354,32 +354,19 @@ MESON_FILES = {
 
 
 def meson_executable() -> str | None:
-    """meson from PyPI in a cached venv (created once per machine), or $HEADROOM_E2E_MESON."""
+    """$HEADROOM_E2E_MESON, else the pinned meson of scripts/install-test-deps.sh (run here when it is missing)."""
     env_meson = os.environ.get("HEADROOM_E2E_MESON")
     if env_meson:
         return env_meson if os.access(env_meson, os.X_OK) else None
-    venv = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "headroom-e2e" / (
-        "meson-venv-py%d%d" % sys.version_info[:2])
-    meson = venv / "bin" / "meson"
-    ready = venv / ".headroom-e2e-ready"  # written only after a complete install
-    if ready.is_file() and os.access(meson, os.X_OK):
-        return str(meson)
-    shutil.rmtree(venv, ignore_errors=True)
-    try:
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True, timeout=120)
-        subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "meson"], check=True,
-                       capture_output=True, timeout=300)
-        subprocess.run([str(meson), "--version"], check=True, capture_output=True, timeout=60)
-    except (subprocess.SubprocessError, OSError):
-        shutil.rmtree(venv, ignore_errors=True)
-        return None
-    ready.write_text("ok\n")
-    return str(meson)
+    meson = common.test_deps_dir() / "meson-venv" / "bin" / "meson"
+    if not os.access(meson, os.X_OK):
+        common.install_test_deps("--no-torch")
+    return str(meson) if os.access(meson, os.X_OK) else None
 
 
 def test_meson_flow(tmp_path, binaries):
     meson = meson_executable()
-    require(meson is not None, "meson could not be installed from PyPI into a venv (or HEADROOM_E2E_MESON is wrong)")
+    require(meson is not None, "meson could not be installed by scripts/install-test-deps.sh (or HEADROOM_E2E_MESON is wrong)")
     flow = Flow(tmp_path, binaries)
     for side in flow.sides():
         for name, text in MESON_FILES.items():

@@ -15,7 +15,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import harness  # noqa: E402
-from memory_box import MemoryBox, box_factory, require_box  # noqa: E402,F401 (box_factory is a fixture)
+from memory_box import MemoryBox, box_factory, require_box, require_cgroup_version  # noqa: E402,F401 (box_factory is a fixture)
 from test_memory_box import hog_manifest, memhog_aliases, shared_group, wait_until  # noqa: E402
 
 MiB = 1024 * 1024
@@ -197,13 +197,10 @@ def test_a_build_nested_in_another_builds_job_gets_a_guard_of_its_own(tmp_path, 
     assert leftover_groups(box) == []
 
 
-# --- cgroup v2 only: the VM lane runs these (scripts/v2-vm.sh; HEADROOM_V2_LANE=1 makes a skip a failure there).
+# --- cgroup v2 only: on a v1 host the v2 VM lane runs these (scripts/test-v2.sh; memory_box.require_cgroup_version).
 
 def require_v2_box(box: MemoryBox):
-    if box.version != "v2":
-        if os.environ.get("HEADROOM_V2_LANE") == "1":
-            pytest.fail("the v2 lane runs on a cgroup v1 machine")
-        pytest.skip("cgroup v2 only (the VM lane: scripts/v2-vm.sh)")
+    require_cgroup_version(box.version, "v2", "a v2 leaf and memory.high")
 
 
 def test_v2_build_sharing_its_cgroup_with_a_shell_moves_both_into_a_leaf(tmp_path, box_factory):

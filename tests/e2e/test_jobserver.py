@@ -2,6 +2,7 @@
 handed back, -j/-n turning it off, and the pipe-style auth that GNU make 4.3 offers, used as PyPI ninja uses it."""
 
 import os
+import re
 import shutil
 import sys
 
@@ -151,8 +152,9 @@ def test_unusable_fifo_is_reported_and_the_build_goes_on(ws):
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Pipe-style auth (GNU make 4.3 and older, the make of Debian 12 and Ubuntu 22.04). The reference is PyPI's ninja
-# 1.13.2 (Kitware's build), which uses the pipe; headroom matches it.
+# Pipe-style auth (GNU make 4.3 and older, the make of Debian 12 and Ubuntu 22.04, and make 4.4+ with
+# --jobserver-style=pipe, as on Debian 13). The reference is PyPI's ninja 1.13.2 (Kitware's build), which uses the pipe;
+# headroom matches it.
 
 
 def gnu_make(ws) -> str:
@@ -164,28 +166,30 @@ def gnu_make(ws) -> str:
     return make
 
 
-def pipe_make(ws, make: str, target: str, jobs: str = "-j3"):
+def pipe_make(ws, make: list, target: str, jobs: str = "-j3"):
     """Runs `make -jN -s target`; returns (rc, stdout, stderr) with the binary's path masked."""
-    p = ws.sh([make, jobs, "-s", target], check=False)
+    p = ws.sh([*make, jobs, "-s", target], check=False)
     binary = ws.bins["sut"]
     return p.returncode, p.stdout.replace(binary, "$BIN"), p.stderr.replace(binary, "$BIN")
 
 
-def require_make_43(ws, make: str):
-    """These cases need make 4.3's pipe-only jobserver (Debian 12, what CI has): elsewhere they skip, in CI they fail."""
-    if ws.sh([make, "--version"]).stdout.startswith("GNU Make 4.3"):
-        return
-    if os.environ.get("CI"):
-        pytest.fail("GNU make 4.3 (pipe-only jobserver) is required in CI")
-    pytest.skip("needs GNU make 4.3 (pipe-only jobserver)")
+def pipe_style_make(ws) -> list:
+    """GNU make serving a pipe jobserver, as a command: make 4.3 and older have only that one; 4.4 and later (Debian 13)
+    serve a FIFO unless told --jobserver-style=pipe."""
+    make = gnu_make(ws)
+    m = re.match(r"GNU Make (\d+)\.(\d+)", ws.sh([make, "--version"]).stdout)
+    if not m:
+        if os.environ.get("CI"):
+            pytest.fail("%s is not GNU make" % make)
+        pytest.skip("%s is not GNU make" % make)
+    return [make] if (int(m.group(1)), int(m.group(2))) < (4, 4) else [make, "--jobserver-style=pipe"]
 
 
 @scenario
 def test_make_43_pipe_pool_bounds_concurrency(ws):
     """`make -j3` running the build from a `+` recipe: the pipe is used (announced, with the fifo advice), 8 jobs
     run 3 at a time and never more, and make's tokens are all back (make itself would hang otherwise)."""
-    make = gnu_make(ws)
-    require_make_43(ws, make)
+    make = pipe_style_make(ws)
     ws.write("job.py", JOB)
     ws.write("build.ninja", job_manifest(8, 3))
     ws.write("Makefile", "all:\n\t+%s\n" % ws.bins["sut"])
@@ -201,7 +205,7 @@ def test_make_43_pipe_pool_bounds_concurrency(ws):
 @scenario
 def test_make_43_explicit_j_caps_below_the_pool(ws):
     """With -j2 of its own under `make -j3`, the jobserver is not used and -j2 caps."""
-    make = gnu_make(ws)
+    make = pipe_style_make(ws)
     ws.write("job.py", JOB)
     ws.write("build.ninja", job_manifest(6, 2))
     ws.write("Makefile", "all:\n\t+%s -j2\n" % ws.bins["sut"])
@@ -215,8 +219,7 @@ def test_make_43_explicit_j_caps_below_the_pool(ws):
 @scenario
 def test_make_43_withheld_descriptors(ws):
     """A recipe without `+`: make closes the pipe in the child; the build reports it and runs on its own -j."""
-    make = gnu_make(ws)
-    require_make_43(ws, make)
+    make = pipe_style_make(ws)
     ws.write("build.ninja", manifest("build out: touch\n"))
     ws.write("Makefile", "all:\n\t%s\n" % ws.bins["sut"])
     rc, out, err = pipe_make(ws, make, "all")

@@ -12,10 +12,11 @@ import time
 
 import pytest
 
+import common
 import harness
 from test_jobserver import JOB
 
-NVCC = os.environ.get("NVCC", "/usr/local/cuda/bin/nvcc")
+NVCC = common.nvcc_path() or "nvcc (not found: see tests/e2e/common.py nvcc_path)"
 
 
 @pytest.fixture
@@ -328,8 +329,8 @@ def nvcc_build(ws, tmpdir_env, name, *args, jobserver_flag=True, mem=None):
 def require_nvcc():
     if not os.access(NVCC, os.X_OK):
         if os.environ.get("CI"):
-            pytest.fail("nvcc 13 (%s) is required in CI" % NVCC)
-        pytest.skip("nvcc not available")
+            pytest.fail("nvcc 13 is required in CI (scripts/install-test-deps.sh installs it; HEADROOM_TEST_NVCC)")
+        pytest.skip("nvcc not available (scripts/install-test-deps.sh installs it)")
 
 
 def test_nvcc_jobserver_slots_follow_j_and_memory(ws, tmpdir_env):

