@@ -83,6 +83,10 @@ keep_failure_tails() {
   done < <(head -n 3 "$failed_list")
 }
 
+banner "docs links (scripts/check_doc_links.py)"
+python3 scripts/check_doc_links.py
+finish "docs links" $?
+
 banner "plain tests (ctest; host cgroup $host_cgroup)"
 ctest --test-dir build --output-on-failure -j"$(nproc)" "${plain_exclude[@]}" "$@"
 rc=$?
