@@ -20,6 +20,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare import ninja_default  # noqa: E402
+
 STATUS_MARK = "@@job "
 
 
@@ -71,8 +74,7 @@ def main():
     ap.add_argument("--json", default="")
     a = ap.parse_args()
     if not a.ninja:
-        import ninja  # pip install ninja==1.13.2
-        a.ninja = os.path.join(ninja.BIN_DIR, "ninja")
+        a.ninja = ninja_default()
     headroom = os.path.abspath(a.headroom)
     if os.path.exists(a.work):
         shutil.rmtree(a.work)

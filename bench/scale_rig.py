@@ -37,6 +37,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests" / "e2e"))
 import memory_box  # noqa: E402
+from compare import ninja_default  # noqa: E402
 from plan_accuracy import RssPoller, kernel_peak  # noqa: E402
 
 MiB = 1 << 20
@@ -230,11 +231,7 @@ def main():
         sys.exit("scale_rig.py: " + reason)
     a.headroom = os.path.abspath(a.headroom)
     if a.ninja is None:
-        try:
-            import ninja
-            a.ninja = os.path.join(ninja.BIN_DIR, "ninja")
-        except ImportError:
-            a.ninja = shutil.which("ninja")
+        a.ninja = ninja_default()
     os.makedirs(a.out, exist_ok=True)
     t0 = time.monotonic()
     result = run_all(a)
