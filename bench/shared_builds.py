@@ -201,9 +201,9 @@ def main():
             for phase in phases:
                 r = run_builds(a, round_seeds, concurrent, os.path.join(a.out, f"{count}-{mode.replace(' ', '')}"),
                                warm=phase == "warm")
-                row[mode if phase == "cold" else mode + " warm"] = r
-                walls = " ".join(f"{b['wall']:.1f}" for b in r["builds"])
                 label = mode if phase == "cold" else mode + " warm"
+                row[label] = r
+                walls = " ".join(f"{b['wall']:.1f}" for b in r["builds"])
                 print(f"{count:>6} {label:<14} {walls:<28} {r['total_wall']:>9.1f} {r['kernel_oom_kills']:>16} "
                       f"{len(r['failed']):>7}", flush=True)
         if count > 1:
