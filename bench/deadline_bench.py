@@ -44,6 +44,7 @@ echo "end $out $(date +%s.%N)" >> jobs.log
 
 
 def write_project(directory, seed):
+    """Writes the project; returns each output's planned seconds (the same for every directory of one seed)."""
     rng = random.Random(seed)
     os.makedirs(directory)
     with open(os.path.join(directory, "job.sh"), "w") as f:
@@ -52,24 +53,24 @@ def write_project(directory, seed):
     open(os.path.join(directory, "common.h"), "w").close()
     lines = ["rule cc", "  command = ./job.sh $out $secs", "  depfile = $out.d", "  deps = gcc",
              "rule link", "  command = ./job.sh $out $secs $in", "  depfile = $out.d", "  deps = gcc"]
-    work = 0.0
+    planned = {}
     libs = []
     for lib in range(LIBS):
         objects = []
         for i in range(COMPILES):
-            secs = min(3.0, max(0.15, rng.lognormvariate(math.log(0.6), 0.7)))
-            work += secs
+            secs = round(min(3.0, max(0.15, rng.lognormvariate(math.log(0.6), 0.7))), 2)  # as build.ninja has it
             obj = "obj/lib%d/f%02d.o" % (lib, i)
+            planned[obj] = secs
             objects.append(obj)
             lines += ["build %s: cc" % obj, "  secs = %.2f" % secs]
-        secs = rng.uniform(1.5, 3.0)
-        work += secs
+        secs = round(rng.uniform(1.5, 3.0), 2)
         libs.append("lib%d.so" % lib)
+        planned[libs[-1]] = secs
         lines += ["build lib%d.so: link %s" % (lib, " ".join(objects)), "  secs = %.2f" % secs]
     lines += ["build all: phony " + " ".join(libs), "default all"]
     with open(os.path.join(directory, "build.ninja"), "w") as f:
         f.write("\n".join(lines) + "\n")
-    return work
+    return planned
 
 
 def run(cmd, cwd, env):
@@ -79,18 +80,7 @@ def run(cmd, cwd, env):
     return proc, time.monotonic() - start, stopped_at
 
 
-def planned_secs(directory):
-    """Each output's planned seconds, read back from build.ninja."""
-    secs, output = {}, None
-    for line in open(os.path.join(directory, "build.ninja")):
-        if line.startswith("build ") and ": phony" not in line:
-            output = line.split()[1].rstrip(":")
-        elif line.strip().startswith("secs = ") and output:
-            secs[output] = float(line.split("=")[1])
-    return secs
-
-
-def work_of(directory, until):
+def work_of(directory, until, planned):
     """Seconds of job time in jobs.log: ended jobs in full, jobs started but never ended up to `until`.
     Returns (finished work, lost work, jobs ended, jobs lost, planned seconds of the ended jobs); the log is then
     emptied for the next run. Planned seconds leave out the per-job overhead (sh, date, sleep), which a loaded
@@ -104,7 +94,6 @@ def work_of(directory, until):
         os.unlink(path)
     done = sum(ends[o] - starts[o] for o in ends)
     lost = sum(max(0.0, until - starts[o]) for o in starts if o not in ends)
-    planned = planned_secs(directory)
     return done, lost, len(ends), len(starts) - len(ends), sum(planned[o] for o in ends)
 
 
@@ -141,10 +130,11 @@ def main():
 
     # 1. uninterrupted
     a = os.path.join(root, "a")
-    out["planned_work_s"] = write_project(a, args.seed)
+    planned = write_project(a, args.seed)
+    out["planned_work_s"] = sum(planned.values())
     proc, wall, end = run([headroom, jobs], a, env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    full_work, _, full_jobs, _, full_planned = work_of(a, end)
+    full_work, _, full_jobs, _, full_planned = work_of(a, end, planned)
     out["uninterrupted"] = {"wall_s": wall, "work_s": full_work, "jobs": full_jobs}
     deadline_s = max(1, round(args.share * wall))
     out["deadline_s"] = deadline_s
@@ -162,11 +152,11 @@ def main():
     # 2. headroom --deadline, then resume
     proc, wall1, end1 = run([headroom, jobs, "--deadline=%ds" % deadline_s], b, env)
     stop_line = next((l for l in proc.stdout.splitlines() if "build stopped" in l), "")
-    done1, lost1, jobs1, killed1, planned1 = work_of(b, end1)
+    done1, lost1, jobs1, killed1, planned1 = work_of(b, end1, planned)
     logs1, linked1 = logs_state(b), libraries_linked(b)
     proc2, wall2, end2 = run([headroom, jobs], b, env)
     assert proc2.returncode == 0, proc2.stdout + proc2.stderr
-    done2, lost2, jobs2, _, planned2 = work_of(b, end2)
+    done2, lost2, jobs2, _, planned2 = work_of(b, end2, planned)
     out["headroom"] = {"exit": proc.returncode, "stop_line": stop_line, "wall_s": wall1,
                        "stopped_past_deadline_s": wall1 - deadline_s, "jobs_done": jobs1, "jobs_killed": killed1,
                        "work_lost_s": lost1, "libraries_linked": linked1, "logs_after_stop": logs1,
@@ -179,10 +169,10 @@ def main():
     c = os.path.join(root, "c")
     write_project(c, args.seed)
     proc, wall1, end1 = run(["timeout", str(deadline_s), args.ninja, jobs], c, env)
-    done1, lost1, jobs1, killed1, planned1 = work_of(c, end1)
+    done1, lost1, jobs1, killed1, planned1 = work_of(c, end1, planned)
     logs1, linked1 = logs_state(c), libraries_linked(c)
     proc2, wall2, end2 = run([args.ninja, jobs], c, env)
-    done2, lost2, jobs2, _, planned2 = work_of(c, end2)
+    done2, lost2, jobs2, _, planned2 = work_of(c, end2, planned)
     out["ninja_timeout"] = {"exit": proc.returncode, "wall_s": wall1, "stopped_past_deadline_s": wall1 - deadline_s,
                             "jobs_done": jobs1, "jobs_killed": killed1, "work_lost_s": lost1,
                             "libraries_linked": linked1, "logs_after_stop": logs1,
