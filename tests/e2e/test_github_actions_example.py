@@ -34,7 +34,7 @@ class Runner:
     """A stand-in for a GitHub runner: $GITHUB_ENV, $GITHUB_PATH and $GITHUB_OUTPUT files applied between steps,
     headroom installed as `ninja` on PATH."""
 
-    def __init__(self, tmp_path: Path, content_hash: bool):
+    def __init__(self, tmp_path: Path):
         self.root = tmp_path
         self.temp = tmp_path / "runner-temp"
         self.temp.mkdir()
@@ -49,7 +49,6 @@ class Runner:
                         HEADROOM_STORE=str(tmp_path / "store"), HEADROOM_LEDGER_DIR="", BUILD_DIR="build",
                         GITHUB_ENV=str(self.files["env"]), GITHUB_PATH=str(self.files["path"]),
                         GITHUB_OUTPUT=str(self.files["output"]), DEADLINE_MINUTES="315")
-        self.content_hash = content_hash
 
     def run(self, script: str, cwd: Path) -> subprocess.CompletedProcess:
         r = subprocess.run(["bash", "-e", "-c", script], cwd=cwd, env=self.env, capture_output=True, text=True,
@@ -60,10 +59,6 @@ class Runner:
         for line in self.files["path"].read_text().splitlines():
             if line not in self.env["PATH"].split(":"):
                 self.env["PATH"] = line + ":" + self.env["PATH"]
-        if not self.content_hash:  # this binary predates --content-hash: the shim runs without it
-            shim = self.temp / "shim" / "ninja"
-            if shim.exists():
-                shim.write_text(shim.read_text().replace(" --content-hash", ""))
         return r
 
     def outputs(self) -> dict:
@@ -78,34 +73,27 @@ def project(directory: Path, jobs: int) -> Path:
     return directory
 
 
-def content_hash_supported() -> bool:
-    r = subprocess.run([headroom(), "-h"], capture_output=True, text=True)
-    return "--content-hash" in r.stderr
-
-
 def test_both_workflows_parse():
     for path in sorted(EXAMPLES.glob("*.yml")):
         workflow = yaml.safe_load(path.read_text())
         assert workflow["jobs"], path
         assert True in workflow or "on" in workflow, path  # YAML 1.1 reads the key `on` as true
-    wheel = yaml.safe_load((EXAMPLES / "cuda-wheel-deadline.yml").read_text())["jobs"]["wheel"]
+    deadline = yaml.safe_load((EXAMPLES / "cuda-wheel-deadline.yml").read_text())
+    wheel = deadline["jobs"]["wheel"]
     assert wheel["timeout-minutes"] < 360
-    assert int(yaml.safe_load((EXAMPLES / "cuda-wheel-deadline.yml").read_text())["env"]["DEADLINE_MINUTES"]) * 60 < \
-        wheel["timeout-minutes"] * 60
+    assert int(deadline["env"]["DEADLINE_MINUTES"]) * 60 < wheel["timeout-minutes"] * 60
 
 
 def test_the_content_hash_option_the_workflow_uses_is_accepted():
-    if not content_hash_supported():
-        message = "headroom -h does not list --content-hash, which cuda-wheel-deadline.yml passes to every build"
-        if harness.in_ci():
-            pytest.fail(message)
-        pytest.skip(message + " (the option is not merged yet)")
+    r = subprocess.run([headroom(), "-h"], capture_output=True, text=True)
+    assert "--content-hash" in r.stderr, \
+        "headroom -h does not list --content-hash, which cuda-wheel-deadline.yml passes to every build"
 
 
 @pytest.mark.parametrize("deadline_left_s,expect_stop", [(1, True), (600, False)])
 def test_the_shim_and_build_step_save_on_75_only(tmp_path, deadline_left_s, expect_stop):
     s = steps()
-    runner = Runner(tmp_path, content_hash_supported())
+    runner = Runner(tmp_path)
     work = project(tmp_path / "work" / "build" / "temp.linux", jobs=8).parent.parent
     assert runner.run(s["Put the deadline shim on PATH"]["run"], work).returncode == 0
     runner.env["DEADLINE_AT"] = str(int(time.time()) + deadline_left_s)
