@@ -32,9 +32,13 @@ def test_deps_dir() -> Path:
 
 def install_test_deps(*args: str) -> bool:
     """Runs scripts/install-test-deps.sh (the pinned versions; idempotent, one run at a time) for a suite started by
-    hand without scripts/test.sh. True when it succeeded."""
+    hand without scripts/test.sh. True when it succeeded; otherwise its output's tail is printed (pytest shows it
+    with the failure)."""
     script = Path(__file__).resolve().parents[2] / "scripts" / "install-test-deps.sh"
-    return subprocess.run([str(script), *args], capture_output=True, timeout=3600).returncode == 0
+    r = subprocess.run([str(script), *args], capture_output=True, text=True, timeout=3600)
+    if r.returncode != 0:
+        print("%s failed (exit %d):\n%s%s" % (script, r.returncode, r.stdout[-3000:], r.stderr[-3000:]))
+    return r.returncode == 0
 
 
 def nvcc_path() -> str | None:
