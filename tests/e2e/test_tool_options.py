@@ -34,8 +34,8 @@ def run(cwd: Path, *args: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("tool, usage, options", [
     ("plan", "usage: ninja -t plan [options] [targets...]",
-     ["-h, --help", "-j N", "--mem-budget=SIZE", "--cores=N", "--load=N", "--peak-at=SHARE", "--dirty", "--json",
-      "--trace"]),
+     ["-h, --help", "-j N", "--mem-budget=SIZE", "--cores=N", "--load=N", "--peak-at=SHARE", "--deadline=D", "--dirty",
+      "--json", "--trace"]),
     ("memstats", "usage: ninja -t memstats [options]", ["-h, --help", "--json"]),
     ("history", "usage: ninja -t history export FILE | import FILE | path", ["-h, --help"]),
 ])
