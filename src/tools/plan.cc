@@ -3,7 +3,6 @@
 // the predicted wall time and peak, the jobs that can never fit the budget, the fastest -j here and on common CI
 // machines, and whether the build fits a deadline.
 #include <limits.h>
-#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -27,7 +26,6 @@
 #include "headroom/util/byte_size.h"
 #include "headroom/util/duration.h"
 #include "headroom/util/messages.h"
-#include "headroom/util/test_cpus.h"
 
 namespace headroom {
 namespace {
@@ -132,13 +130,6 @@ std::optional<int> ReadPlanFlags(const ToolArgs& args, PlanFlags* flags) {
               "machines");
   AddPlanFlags(cli.app(), flags);
   return cli.Parse(args);
-}
-
-double MachineCpus() {
-  if (const int test_cpus = TestCpusOverride(); test_cpus > 0) return test_cpus;  // util/test_cpus.h
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
-  return std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
 }
 
 // The budget a build would have: the tool's flag, else the build's --mem-budget, else what this machine (or its
@@ -454,7 +445,9 @@ int ToolPlan(const ToolContext& context, const ToolArgs& args) {
   }
   const std::vector<PlanJob> jobs = DescribeJobs(context, edges);
   PlanRequest request;
-  const double here = MachineCpus();
+  // The CPUs a build here may use, as the build reads them (cli/options.h UsableCpus: the affinity mask, the
+  // cgroup's CPU quota, HEADROOM_TEST_CPUS).
+  const double here = std::max(1, context.config->memory.cpus);
   request.requested = {"this machine", flags.cores > 0 ? flags.cores : here,
                        ResolveBudget(flags, context.config->memory),
                        flags.jobs > 0 ? flags.jobs : context.config->parallelism};
