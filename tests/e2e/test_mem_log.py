@@ -11,24 +11,16 @@ import re
 import subprocess
 from pathlib import Path
 
-import pytest
-
 import harness
+from test_memory_box import memhog_path
 
 JOBS = ["hog0.out", "hog1.out", "hog2.out"]
 LINE = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\] \[(debug|info|warning)\] (.*)$")
 
 
-def memhog() -> str:
-    path = os.path.join(os.path.dirname(os.path.abspath(harness.headroom_binary())), "tests", "memhog")
-    if not os.access(path, os.X_OK):
-        pytest.fail("memhog helper not found at %s (build the 'memhog' target)" % path)
-    return path
-
-
 def project(directory: Path) -> Path:
     """Three jobs touching 30 MiB each, each declared to need 100 MiB: a 150 MiB budget fits one at a time."""
-    lines = ["rule hog", "  command = %s --mb 30 --ramp-ms 100 --hold-ms 200 > $out" % memhog()]
+    lines = ["rule hog", "  command = %s --mb 30 --ramp-ms 100 --hold-ms 200 > $out" % memhog_path()]
     for out in JOBS:
         lines += ["build %s: hog" % out, "  headroom_mem = 100M"]
     directory.mkdir(parents=True, exist_ok=True)
