@@ -58,10 +58,9 @@ MemoryController::MemoryController(Parts parts, const MemoryConfig& config, bool
     config_.budget_bytes = static_cast<uint64_t>(config_.budget_fraction * static_cast<double>(first.limit_bytes));
     core_.Configure(MakeAdmissionConfig(config_));
   }
-  budget_bytes_ = core_.policy().Budget(first);
-  core_.set_budget_bytes(budget_bytes_);
-  decisions_.budget_bytes = budget_bytes_;
-  decisions_.reserve_bytes = core_.policy().Reserve(budget_bytes_);
+  core_.set_budget_bytes(core_.policy().Budget(first));
+  decisions_.budget_bytes = core_.budget_bytes();
+  decisions_.reserve_bytes = core_.policy().Reserve(core_.budget_bytes());
   // What admission counts for a running job beside its estimate: its jobserver slots and what builds nested in it
   // still owe.
   core_.set_view_adjuster([this](CoreRunKey key, RunningJob* job) {
@@ -85,14 +84,13 @@ void MemoryController::EnsureGuard() {
     AdmissionConfig guarded = GuardedAdmission(core_.policy().config());
     // v2: the kernel throttles the build above memory.high, where the guard then kills, so that (not the cap above
     // it) is what admission may plan on; a warm build filled to the budget was killed there every time.
-    if (const uint64_t high = guard_->high_bytes(); high > 0 && high < budget_bytes_) {
-      budget_bytes_ = high;
+    if (const uint64_t high = guard_->high_bytes(); high > 0 && high < core_.budget_bytes()) {
       core_.set_budget_bytes(high);
       guarded.budget_bytes = high;
       decisions_.budget_bytes = high;
     }
     core_.Configure(guarded);
-    decisions_.reserve_bytes = core_.policy().Reserve(budget_bytes_);
+    decisions_.reserve_bytes = core_.policy().Reserve(core_.budget_bytes());
   }
   PrintWarnings();
 }
@@ -224,8 +222,8 @@ EdgeWeight MemoryController::EdgeCost(const Edge* edge) {
     duration_ms = estimate.duration_ms;
     peak_bytes = estimate.peak_bytes;
   }
-  uint64_t reserve = core_.policy().Reserve(budget_bytes_);
-  uint64_t usable = budget_bytes_ > reserve ? budget_bytes_ - reserve : 0;
+  uint64_t reserve = core_.policy().Reserve(core_.budget_bytes());
+  uint64_t usable = core_.budget_bytes() > reserve ? core_.budget_bytes() - reserve : 0;
   return BuilderEdgeWeight(duration_ms, peak_bytes, usable, true);
 }
 
@@ -306,11 +304,11 @@ void MemoryController::NoteAdmitted(const Edge* edge, EdgeState& state, const Co
   if (decision.over_budget) {
     const uint64_t peak = core_.EstimateOf(edge->id).peak_bytes;
     RecordMarker("over-budget", OutputOf(edge),
-                 "expected ~" + FormatBytes(peak) + ", over the " + FormatBytes(budget_bytes_) +
+                 "expected ~" + FormatBytes(peak) + ", over the " + FormatBytes(core_.budget_bytes()) +
                      " budget: started alone",
                  now);
     parts_.status->Warning("'" + OutputOf(edge) + "' (expected to need ~" + FormatBytes(peak) +
-                           ") does not fit in the memory left under the " + FormatBytes(budget_bytes_) +
+                           ") does not fit in the memory left under the " + FormatBytes(core_.budget_bytes()) +
                            " budget; running it alone so the build can progress");
   }
 }
@@ -544,7 +542,7 @@ bool MemoryController::HandleMemoryFailure(Edge* edge, const JobMemoryResult& re
 void MemoryController::PublishStatus(const MemoryReading& reading) {
   MemoryStatus status;
   status.used_bytes = reading.used_bytes;
-  status.budget_bytes = budget_bytes_;
+  status.budget_bytes = core_.budget_bytes();
   status.jobs_waiting_for_memory = core_.waiting_now();
   if (exec_mode_hooks_.status_fields) exec_mode_hooks_.status_fields(&status);
   parts_.status->UpdateMemory(status);

@@ -18,7 +18,7 @@ bool MemoryController::guard_active() const { return guard_ != nullptr && guard_
 void MemoryController::ArmGuard(const MemoryReading& first) {
   constexpr uint64_t kMinGuardBytes = 64ull << 20;
   constexpr uint64_t kMinMarginBytes = 16ull << 20, kMaxMarginBytes = 64ull << 20;
-  uint64_t limit = budget_bytes_;
+  uint64_t limit = core_.budget_bytes();
   if (first.available_bytes > 0) limit = std::min(limit, first.available_bytes);
   limit -= std::min(limit / 2, std::clamp<uint64_t>(limit / 32, kMinMarginBytes, kMaxMarginBytes));
   limit = std::max(limit, kMinGuardBytes);
@@ -77,7 +77,7 @@ void MemoryController::CheckGuard(int64_t now, ProcessRunner* runner) {
 RequeueConfig MemoryController::RequeueFor(MemoryFailureKind kind, uint64_t peak) const {
   RequeueConfig config;
   constexpr int kAttemptsBesideOtherBuilds = 8;
-  if (kind == MemoryFailureKind::kHeadroomKill && decisions_.other_builds_most > 0 && peak < budget_bytes_ / 2) {
+  if (kind == MemoryFailureKind::kHeadroomKill && decisions_.other_builds_most > 0 && peak < core_.budget_bytes() / 2) {
     config.max_attempts = kAttemptsBesideOtherBuilds;
   }
   return config;

@@ -59,7 +59,7 @@ void MemoryController::OpenLedger() {
   ledger_self_.pid = getpid();
   ledger_self_.uid = getuid();
   ledger_self_.cgroup = JobsCgroupPath();
-  ledger_self_.budget_bytes = budget_bytes_;
+  ledger_self_.budget_bytes = core_.budget_bytes();
   ParseOuterJob(getenv(kOuterJobVariable), &ledger_self_.parent_id, &ledger_self_.parent_job);
   std::string why_not;
   ledger_ = BuildLedger::Open(parts_.ledger_dir, ledger_self_, &why_not);
@@ -79,7 +79,7 @@ void MemoryController::PublishToLedger() {
   }
   ledger_self_.owed_bytes = owed;
   ledger_self_.used_bytes = used;
-  ledger_self_.budget_bytes = budget_bytes_;
+  ledger_self_.budget_bytes = core_.budget_bytes();
   ledger_self_.updated_ms = 0;  // now, on the ledger's clock (shared by every build)
   ledger_->PublishCoalesced(ledger_self_);
 }

@@ -33,7 +33,7 @@ void MemoryController::RecordSample(const MemoryReading& reading, int64_t now) {
   MemorySample sample;
   sample.t_ms = timeline_->Elapsed(now);
   sample.machine_used_bytes = reading.used_bytes;
-  sample.budget_bytes = budget_bytes_;
+  sample.budget_bytes = core_.budget_bytes();
   // The budget is held against what the build's jobs use (see AdmissionPolicy::Headroom), so that
   // is the "used" the report draws under the budget line.
   for (const auto& [id, running] : running_) {

@@ -83,7 +83,7 @@ class MemoryController : public JobController {
   // True while the build guard caps the build's cgroup (build_guard.h): a job that outgrows its estimate
   // then costs a headroom kill and requeue, never a kernel OOM kill, so admission may bet on a job fitting.
   bool guard_active() const;
-  uint64_t budget_bytes() const { return budget_bytes_; }
+  uint64_t budget_bytes() const { return core_.budget_bytes(); }
 
  private:
   // What the adapter keeps per edge it considered, for as long as the edge waits or runs, beside the core's
@@ -169,7 +169,6 @@ class MemoryController : public JobController {
   bool explain_;
   SchedulerCore core_;  // the decisions (scheduler_core.h); this class carries them out
   MemoryDecisions& decisions_ = core_.decisions();
-  uint64_t budget_bytes_ = 0;  // kept in step with core_.budget_bytes()
   std::unordered_map<const Edge*, EdgeState> edges_;
   std::map<JobId, Running> running_;  // by runner id; iteration order = start order (ids increase)
   std::unordered_map<int, JobId> runner_of_meter_key_;  // for the core's views (jobserver slots are by runner id)
