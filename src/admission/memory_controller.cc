@@ -387,12 +387,7 @@ void MemoryController::Tick(ProcessRunner* runner) {
 
 // The guard's kill goes through the core like the safety net's.
 void MemoryController::ApplySafetyAction(const SafetyAction& action, ProcessRunner* runner) {
-  if (!core_.Apply(action, parts_.clock->NowMs())) return;
-  CarryOut(CoreAction{action.kind == SafetyAction::Kind::kFreeze ? CoreAction::Kind::kFreeze
-                      : action.kind == SafetyAction::Kind::kThaw ? CoreAction::Kind::kThaw
-                                                                 : CoreAction::Kind::kKill,
-                      action.job_id, action.reason},
-           runner);
+  if (core_.Apply(action, parts_.clock->NowMs())) CarryOut(CoreAction::Of(action), runner);
 }
 
 void MemoryController::CarryOut(const CoreAction& action, ProcessRunner* runner) {

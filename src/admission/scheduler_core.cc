@@ -20,6 +20,13 @@ EstimateFigures EstimateFigures::Of(const Estimate& estimate) {
   return figures;
 }
 
+CoreAction CoreAction::Of(const SafetyAction& action) {
+  const Kind kind = action.kind == SafetyAction::Kind::kFreeze ? Kind::kFreeze
+                    : action.kind == SafetyAction::Kind::kThaw ? Kind::kThaw
+                                                               : Kind::kKill;
+  return {kind, action.job_id, action.reason};
+}
+
 AdmissionConfig GuardedAdmission(AdmissionConfig config) {
   config.guarded = true;
   config.early_starts = true;  // a lost bet is a pause (or at worst a requeue), never a kernel OOM kill
@@ -284,11 +291,7 @@ std::vector<CoreAction> SchedulerCore::CheckEarlyStarts(const MemoryReading& rea
 std::vector<CoreAction> SchedulerCore::SafetyActions(const MemoryReading& reading, int64_t now_ms) {
   std::vector<CoreAction> actions;
   for (const SafetyAction& action : safety_.Decide(reading, RunningJobs(), now_ms)) {
-    if (!Apply(action, now_ms)) continue;
-    const CoreAction::Kind kind = action.kind == SafetyAction::Kind::kFreeze ? CoreAction::Kind::kFreeze
-                                  : action.kind == SafetyAction::Kind::kThaw ? CoreAction::Kind::kThaw
-                                                                             : CoreAction::Kind::kKill;
-    actions.push_back({kind, action.job_id, action.reason});
+    if (Apply(action, now_ms)) actions.push_back(CoreAction::Of(action));
   }
   return actions;
 }

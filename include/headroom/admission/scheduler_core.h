@@ -60,6 +60,8 @@ struct CoreAction {
   Kind kind;
   CoreRunKey run;
   std::string reason;
+  // The safety net's freeze, thaw or kill of a run.
+  static CoreAction Of(const SafetyAction& action);
 };
 
 // The admission rules under the build guard: a lost bet costs a freeze, a park or a requeue there, never a kernel
