@@ -96,7 +96,7 @@ bool ImplicitDepLoader::LoadDepFile(Edge* edge, const std::string& path, std::st
     *slot++ = node;
     node->out_edges.push_back(edge);
   }
-  return !loaded_stale_;
+  return true;
 }
 
 bool ImplicitDepLoader::LoadDepsFromLog(Edge* edge, std::string* err) {
@@ -119,7 +119,8 @@ bool ImplicitDepLoader::LoadDepsFromLog(Edge* edge, std::string* err) {
     *slot++ = node;
     node->out_edges.push_back(edge);
   }
-  return true;
+  // Spliced in, yet still no usable record: the edge stays dirty unless its contents vouch for it.
+  return !loaded_stale_;
 }
 
 bool DyndepLoader::LoadDyndeps(Node* node, std::string* err) const {
