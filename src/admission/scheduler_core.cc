@@ -253,11 +253,12 @@ std::vector<CoreAction> SchedulerCore::CheckEarlyStarts(const MemoryReading& rea
   std::vector<CoreAction> actions;
   if (!policy_.config().early_starts) return actions;
   std::vector<RunningJob> jobs;
+  size_t index = 0;  // RunningJobs() lists the runs in runs_' order: this run's view is jobs[at]
   for (auto& [key, run] : runs_) {
+    const size_t at = index++;
     if (!run.view.early || run.killed) continue;
     if (jobs.empty()) jobs = RunningJobs();
-    const uint64_t job_id = run.view.id;
-    auto view = std::find_if(jobs.begin(), jobs.end(), [job_id](const RunningJob& j) { return j.id == job_id; });
+    RunningJob* view = &jobs[at];
     const AdmissionPolicy::EarlyCheck check = policy_.CheckEarlyStart(reading, jobs, *view, now_ms);
     switch (check.step) {
       case AdmissionPolicy::EarlyStep::kNone:
