@@ -213,9 +213,9 @@ EdgeWeight MemoryController::EdgeCost(const Edge* edge) {
   // would otherwise hold a parsed command and an estimate per edge for its whole duration).
   int64_t duration_ms;
   uint64_t peak_bytes;
-  if (core_.Tracks(edge->id)) {
-    duration_ms = core_.EstimateOf(edge->id).duration_ms;
-    peak_bytes = core_.EstimateOf(edge->id).peak_bytes;
+  if (const EstimateFigures* tracked = core_.FindEstimate(edge->id)) {
+    duration_ms = tracked->duration_ms;
+    peak_bytes = tracked->peak_bytes;
   } else {
     EdgeState transient;
     const Estimate estimate = PredictNow(edge, transient, Describe(edge, &transient));

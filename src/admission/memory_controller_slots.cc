@@ -11,6 +11,16 @@
 
 namespace headroom {
 
+namespace {
+
+// A running job's estimate as predicted, not the share of the budget a guess is capped at for admission; 0 when its
+// edge is unknown or not tracked.
+uint64_t UncappedEstimate(const SchedulerCore& core, const Edge* edge) {
+  const EstimateFigures* estimate = edge ? core.FindEstimate(edge->id) : nullptr;
+  return estimate ? estimate->peak_bytes : 0;
+}
+
+}  // namespace
 
 bool MemoryController::MayGrantSlot(Edge* edge, JobId id) {
   auto it = running_.find(id);
@@ -33,8 +43,7 @@ bool MemoryController::MayGrantSlot(Edge* edge, JobId id) {
   // Before its family taught a per-slot figure, one pipeline is taken to weigh the job's estimate as
   // predicted, not the share of the budget a guess is capped at for admission (a capped guess would make
   // every budget, however tight, look roomy enough for a slot).
-  const uint64_t estimate = edge && core_.Tracks(edge->id) ? core_.EstimateOf(edge->id).peak_bytes : 0;
-  const uint64_t job_peak = std::max(job.predicted_peak, estimate);
+  const uint64_t job_peak = std::max(job.predicted_peak, UncappedEstimate(core_, edge));
   const uint64_t cost = slot_costs_.CostPerSlot(job.family_key, job_peak);
   const uint64_t room = core_.policy().Headroom(reading, jobs);
   // A ready job that waits comes first: a slot may not take the memory the least demanding of them needs
@@ -48,9 +57,7 @@ void MemoryController::SlotsChanged(Edge* edge, JobId id, size_t slots) {
   if (it == running_.end()) return;
   const size_t most_before = slot_costs_.MaxSlots(id);
   // the uncapped estimate, as in MayGrantSlot
-  const uint64_t job_peak =
-      std::max(it->second.job->predicted_peak,
-               edge && core_.Tracks(edge->id) ? core_.EstimateOf(edge->id).peak_bytes : uint64_t{0});
+  const uint64_t job_peak = std::max(it->second.job->predicted_peak, UncappedEstimate(core_, edge));
   slot_costs_.SetSlots(id, it->second.job->family_key, job_peak, slots);
   // Once per new high: offers are withdrawn and made again every pass.
   if (explain_ && slots > most_before && edge && !edge->outputs.empty()) {

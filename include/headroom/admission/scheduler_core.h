@@ -91,6 +91,11 @@ class SchedulerCore {
   // Records a (re-)prediction made at estimator generation `generation`; an OOM requeue's floor holds.
   void SetEstimate(CoreJobKey job, const EstimateFigures& estimate, uint64_t generation);
   const EstimateFigures& EstimateOf(CoreJobKey job) const { return jobs_.at(job).estimate; }
+  // Its estimate when it is tracked, else nullptr (one lookup where Tracks and EstimateOf would make two).
+  const EstimateFigures* FindEstimate(CoreJobKey job) const {
+    auto it = jobs_.find(job);
+    return it == jobs_.end() ? nullptr : &it->second.estimate;
+  }
   const CoreJobTraits& TraitsOf(CoreJobKey job) const { return jobs_.at(job).traits; }
   // Whether it keeps a local CPU busy may change while it waits (a compile farm that stopped taking jobs).
   void SetComputeBound(CoreJobKey job, bool compute_bound) { jobs_.at(job).traits.compute_bound = compute_bound; }
