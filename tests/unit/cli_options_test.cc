@@ -20,6 +20,14 @@ std::string UsageText() {
   return testing::internal::GetCapturedStderr();
 }
 
+// ReadFlags over `args` (argv[0] first), with argv null-terminated as main's is.
+std::optional<int> Read(std::vector<std::string> args, Options* options, BuildConfig* config) {
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  return ReadFlags(static_cast<int>(args.size()), argv.data(), options, config);
+}
+
 TEST(CliOptionsTest, UsageStatesTheReserveDefaultTheCodeApplies) {
   const std::string usage = UsageText();
   EXPECT_NE(usage.find("--mem-reserve=SIZE"), std::string::npos) << usage;
@@ -37,24 +45,18 @@ TEST(CliOptionsTest, MemLogNamesTheDecisionLogFileAndIsOffWithoutIt) {
   for (const bool given : {true, false}) {
     std::vector<std::string> args = {"ninja", "-j2", "target"};
     if (given) args.insert(args.begin() + 1, "--mem-log=/tmp/decisions.log");
-    std::vector<char*> argv;
-    for (std::string& arg : args) argv.push_back(arg.data());
-    argv.push_back(nullptr);
     Options options;
     BuildConfig config;
-    EXPECT_FALSE(ReadFlags(static_cast<int>(args.size()), argv.data(), &options, &config).has_value());
+    EXPECT_FALSE(Read(args, &options, &config).has_value());
     EXPECT_EQ(options.mem_log_path, given ? "/tmp/decisions.log" : "");
     EXPECT_EQ(options.args, std::vector<std::string>{"target"});
   }
 }
 
 TEST(CliOptionsTest, DeadlineIsReadAsMillisecondsAndDocumentedWithItsExitStatus) {
-  std::vector<std::string> words{"ninja", "--deadline=1h30m", "all"};
-  std::vector<char*> argv;
-  for (std::string& word : words) argv.push_back(word.data());
   Options options;
   BuildConfig config;
-  EXPECT_EQ(std::nullopt, ReadFlags(static_cast<int>(argv.size()), argv.data(), &options, &config));
+  EXPECT_EQ(std::nullopt, Read({"ninja", "--deadline=1h30m", "all"}, &options, &config));
   EXPECT_EQ(90 * 60 * 1000, config.deadline_ms);
   EXPECT_EQ(std::vector<std::string>{"all"}, options.args);
   const std::string usage = UsageText();
@@ -63,18 +65,14 @@ TEST(CliOptionsTest, DeadlineIsReadAsMillisecondsAndDocumentedWithItsExitStatus)
 }
 
 TEST(CliOptionsTest, BadDeadlineIsAnErrorExit) {
-  std::vector<std::string> words{"ninja", "--deadline=90"};
-  std::vector<char*> argv;
-  for (std::string& word : words) argv.push_back(word.data());
   Options options;
   BuildConfig config;
   testing::internal::CaptureStderr();
-  EXPECT_EQ(1, ReadFlags(static_cast<int>(argv.size()), argv.data(), &options, &config));
+  EXPECT_EQ(1, Read({"ninja", "--deadline=90"}, &options, &config));
   EXPECT_EQ("ninja: error: invalid --deadline '90': '90' has no unit (h, m or s); expected a duration like 5h30m, 90m "
             "or 45s\n",
             testing::internal::GetCapturedStderr());
 }
-
 
 // Sets an environment variable for one test and puts back what was there.
 class ScopedEnv {
