@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # Checks every relative link in README.md, ROADMAP.md and docs/*.md: the file exists and, for `file#anchor`, the
 # anchor is one of the target's headings as GitHub spells it. Prints each broken link; exits 1 if any.
+import functools
 import pathlib
 import re
 import sys
@@ -28,6 +29,7 @@ def slug(heading):
     return text.replace(" ", "-")
 
 
+@functools.lru_cache(maxsize=None)  # a page is linked to many times: read and parse it once
 def anchors(path):
     found, counts, in_fence = set(), {}, False
     for line in path.read_text(encoding="utf-8").splitlines():
