@@ -34,6 +34,7 @@ struct Simulator::JobState {
 struct Simulator::Active {
   size_t job;
   CoreRunKey run = 0;      // its run in the core, whose view admission and the safety net see
+  const RunningJob* view = nullptr;  // that view (SchedulerCore::Run), valid while it runs
   double progress_ms = 0;  // work done: real time scaled by the CPU share it got.
   int max_concurrency = 0;
   int64_t progress() const { return std::llround(progress_ms); }
@@ -174,8 +175,6 @@ std::vector<size_t> Simulator::ReadyByPriority() const {
   return ready;
 }
 
-bool Simulator::Frozen(const Active& run) const { return core_.runs().at(run.run).view.frozen; }
-
 // As the builder does: one admission walk per start, each against the running jobs as they are then, until a walk
 // admits nothing or the slots are full. The reading is taken once a tick (the build reuses one for 20 ms).
 void Simulator::Admit() {
@@ -226,7 +225,7 @@ void Simulator::Start(size_t i) {
   Active run;
   run.job = i;
   run.run = next_run_++;
-  core_.Start(i, run.run, priority_[i], now_);
+  run.view = &core_.Start(i, run.run, priority_[i], now_).view;
   running_.push_back(run);  // running_ stays oldest first.
   result_.started_ms[i] = now_;
   Trace("start", i, FormatBytes(e.peak_bytes));
@@ -238,7 +237,7 @@ double Simulator::ProgressRate() const {
   if (config_.cpu_cores <= 0) return 1.0;
   double demand = 0;
   for (const Active& run : running_) {
-    if (!Frozen(run)) demand += jobs_[run.job].cpu_demand;
+    if (!run.view->frozen) demand += jobs_[run.job].cpu_demand;
   }
   demand += config_.cpu_other_demand;
   return demand > config_.cpu_cores ? config_.cpu_cores / demand : 1.0;
@@ -247,7 +246,7 @@ double Simulator::ProgressRate() const {
 void Simulator::Advance() {
   const double step = static_cast<double>(config_.tick_ms) * ProgressRate();
   for (Active& run : running_) {
-    if (!Frozen(run)) run.progress_ms += step;
+    if (!run.view->frozen) run.progress_ms += step;
     core_.Observe(run.run, jobs_[run.job].MemoryAt(run.progress()), now_, run.progress());
     run.max_concurrency = std::max(run.max_concurrency, static_cast<int>(running_.size()));
   }

@@ -112,7 +112,6 @@ class Simulator {
   uint64_t Used() const;
   MemoryReading Reading() const;
   std::vector<size_t> ReadyByPriority() const;
-  bool Frozen(const Active& run) const;
   void Admit();
   // One admission walk, as the builder makes one per start: the first ready job the core admits, if any.
   std::optional<size_t> Walk(const std::vector<size_t>& ready, const MemoryReading& reading);
