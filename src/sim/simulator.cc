@@ -77,7 +77,6 @@ SimResult Simulator::Run() {
   result_.freezes = decisions.freezes;
   result_.safety_kills = decisions.safety_kills;
   result_.over_budget_admissions = decisions.over_budget_starts;
-  result_.parks = decisions.parks;
   result_.decisions = decisions;
   return result_;
 }

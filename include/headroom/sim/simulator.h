@@ -76,7 +76,6 @@ struct SimResult {
   int freezes = 0;
   int requeues = 0;
   int over_budget_admissions = 0;
-  int parks = 0;              // early starts parked at least once (AdmissionConfig::early_starts)
   MemoryDecisions decisions;  // the scheduler core's record, as a build's summary reads it
   std::vector<std::string> failures;    // give-up messages.
   std::vector<size_t> failed_jobs;      // the jobs that gave up, in order.
