@@ -77,8 +77,6 @@ bool IsSafeId(std::string_view id) {
   });
 }
 
-uint64_t ClampClaim(uint64_t bytes) { return std::min(bytes, kMaxLedgerClaimBytes); }
-
 // ---- the directory ----
 
 // Refuses a directory another user could use to remove or replace our entries, or that someone other than root
@@ -274,10 +272,10 @@ std::unique_ptr<BuildLedger> BuildLedger::Open(const std::string& dir, const Led
   if (entry.id.empty()) entry.id = ThisBuildId();
   if (entry.pid <= 0) entry.pid = getpid();
   entry.uid = static_cast<uint32_t>(geteuid());
-  entry.owed_bytes = ClampClaim(entry.owed_bytes);
-  entry.used_bytes = ClampClaim(entry.used_bytes);
-  entry.budget_bytes = ClampClaim(entry.budget_bytes);
-  entry.waiting_bytes = ClampClaim(entry.waiting_bytes);
+  entry.owed_bytes = ClampLedgerClaim(entry.owed_bytes);
+  entry.used_bytes = ClampLedgerClaim(entry.used_bytes);
+  entry.budget_bytes = ClampLedgerClaim(entry.budget_bytes);
+  entry.waiting_bytes = ClampLedgerClaim(entry.waiting_bytes);
   if (entry.updated_ms <= 0) entry.updated_ms = MonotonicMs();
   if (!IsSafeId(entry.id)) {
     *err = fmt::format("build id '{}' cannot name a ledger entry", entry.id.substr(0, 200));
@@ -328,10 +326,10 @@ BuildLedger::~BuildLedger() {
 
 bool BuildLedger::Publish(const LedgerEntry& self) {
   LedgerEntry next = self_;
-  next.owed_bytes = ClampClaim(self.owed_bytes);
-  next.used_bytes = ClampClaim(self.used_bytes);
-  next.budget_bytes = ClampClaim(self.budget_bytes);
-  next.waiting_bytes = ClampClaim(self.waiting_bytes);
+  next.owed_bytes = ClampLedgerClaim(self.owed_bytes);
+  next.used_bytes = ClampLedgerClaim(self.used_bytes);
+  next.budget_bytes = ClampLedgerClaim(self.budget_bytes);
+  next.waiting_bytes = ClampLedgerClaim(self.waiting_bytes);
   if (next.owed_bytes == self_.owed_bytes && next.used_bytes == self_.used_bytes &&
       next.budget_bytes == self_.budget_bytes && next.waiting_bytes == self_.waiting_bytes) {
     return true;
@@ -346,9 +344,9 @@ bool BuildLedger::Publish(const LedgerEntry& self) {
 }
 
 bool BuildLedger::PublishCoalesced(const LedgerEntry& self, int64_t now_ms) {
-  const uint64_t owed = ClampClaim(self.owed_bytes);
-  const bool matters_now = ClampClaim(self.budget_bytes) != self_.budget_bytes ||
-                           ClampClaim(self.waiting_bytes) != self_.waiting_bytes ||
+  const uint64_t owed = ClampLedgerClaim(self.owed_bytes);
+  const bool matters_now = ClampLedgerClaim(self.budget_bytes) != self_.budget_bytes ||
+                           ClampLedgerClaim(self.waiting_bytes) != self_.waiting_bytes ||
                            (owed == 0) != (self_.owed_bytes == 0);
   if (!matters_now && (now_ms > 0 ? now_ms : MonotonicMs()) - written_ms_ < kLedgerCoalesceMs) return true;
   return Publish(self);

@@ -75,8 +75,6 @@ bool ParseSigned(std::string_view text, int64_t* value) {
   return true;
 }
 
-uint64_t ClampClaim(uint64_t bytes) { return std::min(bytes, kMaxLedgerClaimBytes); }
-
 // The keys a version-1 record holds; a bit each, so a repeated key is noticed.
 enum KeyBit : unsigned {
   kKeyId = 1u << 0,
@@ -126,12 +124,12 @@ bool ApplyField(std::string_view key, std::string_view value, LedgerEntry* entry
   } else if (key == "waiting") {  // optional: entries written before it was added wait for nothing
     if (!mark(kKeyWaiting)) return false;
     if (!ParseUnsigned(value, &number)) return bad_value();
-    entry->waiting_bytes = ClampClaim(number);
+    entry->waiting_bytes = ClampLedgerClaim(number);
   } else if (key == "owed" || key == "used" || key == "budget") {
     if (!mark(key == "owed" ? kKeyOwed : key == "used" ? kKeyUsed : kKeyBudget)) return false;
     if (!ParseUnsigned(value, &number)) return bad_value();  // a negative figure is malformed, not zero
     uint64_t* field = key == "owed" ? &entry->owed_bytes : key == "used" ? &entry->used_bytes : &entry->budget_bytes;
-    *field = ClampClaim(number);
+    *field = ClampLedgerClaim(number);
   } else if (key == "updated_ms") {
     if (!mark(kKeyUpdated)) return false;
     if (!ParseUnsigned(value, &number)) return bad_value();
@@ -196,9 +194,9 @@ std::string FormatLedgerRecord(const LedgerEntry& entry) {
   const std::string body = fmt::format(
       "{} {} id={} pid={} cgroup={} parent_id={} parent_job={} owed={} used={} budget={} updated_ms={} waiting={}",
       kMagic, kFormatVersion, PercentEncode(entry.id), entry.pid, PercentEncode(entry.cgroup),
-      PercentEncode(entry.parent_id), std::max<int64_t>(entry.parent_job, -1), ClampClaim(entry.owed_bytes),
-      ClampClaim(entry.used_bytes), ClampClaim(entry.budget_bytes), std::max<int64_t>(entry.updated_ms, 0),
-      ClampClaim(entry.waiting_bytes));
+      PercentEncode(entry.parent_id), std::max<int64_t>(entry.parent_job, -1), ClampLedgerClaim(entry.owed_bytes),
+      ClampLedgerClaim(entry.used_bytes), ClampLedgerClaim(entry.budget_bytes), std::max<int64_t>(entry.updated_ms, 0),
+      ClampLedgerClaim(entry.waiting_bytes));
   return fmt::format("{} sum={:016x}", body, LedgerRecordChecksum(body));
 }
 

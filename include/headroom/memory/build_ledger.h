@@ -38,6 +38,8 @@ inline constexpr int64_t kLedgerCoalesceMs = 50;
 // can therefore make other builds' admission see no room, never fail them: admission's forward-progress rule
 // still starts a job whenever none of a build's own runs.
 inline constexpr uint64_t kMaxLedgerClaimBytes = uint64_t{1} << 50;
+// A figure as the ledger publishes and reads it: at most kMaxLedgerClaimBytes.
+inline uint64_t ClampLedgerClaim(uint64_t bytes) { return bytes < kMaxLedgerClaimBytes ? bytes : kMaxLedgerClaimBytes; }
 // Others() reads no more than this many entries of one user (the file's owner) per call, so one user flooding
 // the directory can neither hide other users' builds nor make a reading costly...
 inline constexpr size_t kMaxLedgerEntriesPerUser = 64;
