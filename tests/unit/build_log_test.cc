@@ -17,25 +17,12 @@
 
 #include "headroom/util/hashes.h"
 #include "headroom/util/disk.h"
+#include "temp_dir.h"
 
 namespace headroom {
 namespace {
 
 namespace fs = std::filesystem;
-
-// A fresh directory per test, removed afterwards.
-class TempDir {
- public:
-  TempDir() {
-    char name[] = "/tmp/headroom_build_log_XXXXXX";
-    path_ = mkdtemp(name);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
 
 std::string ReadBytes(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
@@ -262,7 +249,7 @@ TEST(CommandHash, SeedMatters) {
 // --- writing ----------------------------------------------------------------------------------
 
 TEST(BuildLogWrite, NewLogIsByteIdenticalToNinja1_13) {
-  TempDir dir;
+  TempDir dir{"build_log"};
   const std::string path = dir.File(".ninja_log");
   EdgeFactory edges;
   BuildLog log;
@@ -280,7 +267,7 @@ TEST(BuildLogWrite, NewLogIsByteIdenticalToNinja1_13) {
 }
 
 TEST(BuildLogWrite, RspfileContentIsPartOfTheHash) {
-  TempDir dir;
+  TempDir dir{"build_log"};
   EdgeFactory edges;
   BuildLog log;
   std::string err;
@@ -292,7 +279,7 @@ TEST(BuildLogWrite, RspfileContentIsPartOfTheHash) {
 }
 
 TEST(BuildLogWrite, EveryOutputOfAnEdgeGetsALine) {
-  TempDir dir;
+  TempDir dir{"build_log"};
   EdgeFactory edges;
   BuildLog log;
   std::string err;
@@ -303,7 +290,7 @@ TEST(BuildLogWrite, EveryOutputOfAnEdgeGetsALine) {
 }
 
 TEST(BuildLogWrite, KeepsWritingV5ForNinja1_11) {
-  TempDir dir;
+  TempDir dir{"build_log"};
   const std::string path = dir.File(".ninja_log");
   // Written by Debian's ninja 1.11.1.
   const std::string v5 =
@@ -331,7 +318,7 @@ TEST(BuildLogWrite, KeepsWritingV5ForNinja1_11) {
 }
 
 TEST(BuildLogWrite, KeepsWritingV6ForNinja1_12) {
-  TempDir dir;
+  TempDir dir{"build_log"};
   const std::string path = dir.File(".ninja_log");
   WriteBytes(path, "# ninja log v6\n0\t1\t100\tout\t825e3d38f2a7975b\n");
   BuildLog log;
@@ -347,7 +334,7 @@ TEST(BuildLogWrite, KeepsWritingV6ForNinja1_12) {
 }
 
 TEST(BuildLogWrite, OpenedLazilyAndCreatedOnlyByCloseOrARecord) {
-  TempDir dir;
+  TempDir dir{"build_log"};
   const std::string path = dir.File(".ninja_log");
   std::string err;
   {
@@ -364,7 +351,7 @@ TEST(BuildLogWrite, OpenedLazilyAndCreatedOnlyByCloseOrARecord) {
 }
 
 TEST(BuildLogWrite, ReopensInAppendModeAfterClose) {
-  TempDir dir;
+  TempDir dir{"build_log"};
   const std::string path = dir.File(".ninja_log");
   EdgeFactory edges;
   BuildLog log;
@@ -380,7 +367,7 @@ TEST(BuildLogWrite, ReopensInAppendModeAfterClose) {
 }
 
 TEST(BuildLogWrite, EntriesAreFlushedAsTheyAreRecorded) {
-  TempDir dir;
+  TempDir dir{"build_log"};
   const std::string path = dir.File(".ninja_log");
   EdgeFactory edges;
   BuildLog log;
@@ -393,14 +380,14 @@ TEST(BuildLogWrite, EntriesAreFlushedAsTheyAreRecorded) {
 // --- reading ----------------------------------------------------------------------------------
 
 TEST(BuildLogLoad, MissingFileIsNotFound) {
-  TempDir dir;
+  TempDir dir{"build_log"};
   BuildLog log;
   EXPECT_EQ(LoadStatus::kNotFound, LoadQuietly(&log, dir.File("nope")));
   EXPECT_EQ(7, log.write_version());
 }
 
 TEST(BuildLogLoad, ReadsV7AndLastLineWins) {
-  TempDir dir;
+  TempDir dir{"build_log"};
   const std::string path = dir.File(".ninja_log");
   WriteBytes(path,
              "# ninja log v7\n"
@@ -425,7 +412,7 @@ TEST(BuildLogLoad, ReadsV7AndLastLineWins) {
 }
 
 TEST(BuildLogLoad, PathsMayContainSpaces) {
-  TempDir dir;
+  TempDir dir{"build_log"};
   WriteBytes(dir.File("log"), "# ninja log v7\n0\t1\t2\tdir with space/o ut\t1f\n");
   BuildLog log;
   LoadQuietly(&log, dir.File("log"));
@@ -435,7 +422,7 @@ TEST(BuildLogLoad, PathsMayContainSpaces) {
 
 // Plain digits take a fast path; everything else must still read exactly as the C library reads it.
 TEST(BuildLogLoad, NumbersReadLikeStrtolAtEveryWidth) {
-  TempDir dir;
+  TempDir dir{"build_log"};
   WriteBytes(dir.File("log"),
              "# ninja log v7\n"
              "999999999\t1000\t9223372036854775807\tmax\tffffffffffffffff\n"  // widest plain fields
@@ -471,7 +458,7 @@ TEST(BuildLogLoad, NumbersReadLikeStrtolAtEveryWidth) {
 
 // What ninja 1.13.2 was observed to do with each damaged line (via `ninja -d explain -n`).
 TEST(BuildLogLoad, SkipsDamagedLinesLikeNinja) {
-  TempDir dir;
+  TempDir dir{"build_log"};
   const std::string path = dir.File(".ninja_log");
   WriteBytes(path,
              "# ninja log v7\n"
@@ -500,7 +487,7 @@ TEST(BuildLogLoad, SkipsDamagedLinesLikeNinja) {
 }
 
 TEST(BuildLogLoad, AppendAfterATornLineStartsOnANewLine) {
-  TempDir dir;
+  TempDir dir{"build_log"};
   const std::string path = dir.File(".ninja_log");
   WriteBytes(path, "# ninja log v7\n0\t1\t10\ta\t1\n0\t1\t1");
   BuildLog log;
@@ -517,7 +504,7 @@ TEST(BuildLogLoad, AppendAfterATornLineStartsOnANewLine) {
 }
 
 TEST(BuildLogLoad, FileWithoutAnyCompleteLineIsAnEmptyLog) {
-  TempDir dir;
+  TempDir dir{"build_log"};
   for (const std::string contents : {"", "# ninja log v7"}) {
     const std::string path = dir.File(".ninja_log");
     WriteBytes(path, contents);
@@ -531,7 +518,7 @@ TEST(BuildLogLoad, FileWithoutAnyCompleteLineIsAnEmptyLog) {
 }
 
 TEST(BuildLogLoad, UnterminatedUnreadableHeaderStartsOver) {
-  TempDir dir;
+  TempDir dir{"build_log"};
   for (const std::string contents : {"# ninja", "# ninja log v3"}) {
     const std::string path = dir.File(".ninja_log");
     WriteBytes(path, contents);
@@ -558,7 +545,7 @@ TEST(BuildLogLoad, UnreadableVersionsStartOver) {
       {"# ninja log v70\n", "ninja: warning: build log version is too new; starting over\n"},
   };
   for (const VersionCase& c : cases) {
-    TempDir dir;
+    TempDir dir{"build_log"};
     const std::string path = dir.File(".ninja_log");
     WriteBytes(path, std::string(c.header) + "0\t1\t2\tout\tf9084a3569068660\n");
     BuildLog log;
@@ -593,7 +580,7 @@ std::string LogWithRepeats(int version, int outputs, int repeats) {
 }
 
 TEST(BuildLogRecompact, NotNeededForSmallOrMostlyUniqueLogs) {
-  TempDir dir;
+  TempDir dir{"build_log"};
   const std::string path = dir.File(".ninja_log");
   for (auto [outputs, repeats] : {std::pair{25, 4}, std::pair{101, 1}, std::pair{34, 3}}) {
     WriteBytes(path, LogWithRepeats(7, outputs, repeats));
@@ -604,7 +591,7 @@ TEST(BuildLogRecompact, NotNeededForSmallOrMostlyUniqueLogs) {
 }
 
 TEST(BuildLogRecompact, BloatedLogIsRewrittenOnOpenDroppingDeadEntries) {
-  TempDir dir;
+  TempDir dir{"build_log"};
   const std::string path = dir.File(".ninja_log");
   WriteBytes(path, LogWithRepeats(7, 3, 34));  // 102 entries, 3 unique.
   BuildLog log;
@@ -627,7 +614,7 @@ TEST(BuildLogRecompact, BloatedLogIsRewrittenOnOpenDroppingDeadEntries) {
 }
 
 TEST(BuildLogRecompact, KeepsTheVersionItWasRead) {
-  TempDir dir;
+  TempDir dir{"build_log"};
   const std::string path = dir.File(".ninja_log");
   WriteBytes(path, LogWithRepeats(5, 1, 101));
   BuildLog log;
@@ -639,7 +626,7 @@ TEST(BuildLogRecompact, KeepsTheVersionItWasRead) {
 }
 
 TEST(BuildLogRecompact, UpgradesAnUnreadableVersionToV7) {
-  TempDir dir;
+  TempDir dir{"build_log"};
   const std::string path = dir.File(".ninja_log");
   WriteBytes(path, LogWithRepeats(4, 1, 101));
   BuildLog log;
@@ -660,7 +647,7 @@ const char kRestatLog[] =
     "5\t7\t300\to3\te78c1260305d4907\n";
 
 TEST(BuildLogRestat, RewritesEveryMtimeFromDisk) {
-  TempDir dir;
+  TempDir dir{"build_log"};
   const std::string path = dir.File(".ninja_log");
   WriteBytes(path, kRestatLog);
   BuildLog log;
@@ -680,7 +667,7 @@ TEST(BuildLogRestat, RewritesEveryMtimeFromDisk) {
 }
 
 TEST(BuildLogRestat, OnlyNamedOutputsAndUnknownNamesIgnored) {
-  TempDir dir;
+  TempDir dir{"build_log"};
   const std::string path = dir.File(".ninja_log");
   WriteBytes(path, kRestatLog);
   BuildLog log;
@@ -698,7 +685,7 @@ TEST(BuildLogRestat, OnlyNamedOutputsAndUnknownNamesIgnored) {
 }
 
 TEST(BuildLogRestat, KeepsAV5Log) {
-  TempDir dir;
+  TempDir dir{"build_log"};
   const std::string path = dir.File(".ninja_log");
   WriteBytes(path, "# ninja log v5\n1\t3\t5\tout\t825e3d38f2a7975b\n");
   BuildLog log;
@@ -711,7 +698,7 @@ TEST(BuildLogRestat, KeepsAV5Log) {
 }
 
 TEST(BuildLogRestat, MissingLogIsSilentSuccess) {
-  TempDir dir;
+  TempDir dir{"build_log"};
   const std::string path = dir.File(".ninja_log");
   BuildLog log;
   EXPECT_EQ(LoadStatus::kNotFound, LoadQuietly(&log, path));
@@ -722,7 +709,7 @@ TEST(BuildLogRestat, MissingLogIsSilentSuccess) {
 }
 
 TEST(BuildLogRestat, StatErrorFailsAndLeavesTheLogAlone) {
-  TempDir dir;
+  TempDir dir{"build_log"};
   const std::string path = dir.File(".ninja_log");
   WriteBytes(path, "# ninja log v7\n0\t1\t2\terror\t3\n");
   BuildLog log;

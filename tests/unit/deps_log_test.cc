@@ -1,6 +1,7 @@
 // Tests for .ninja_deps v4: byte-exact records against files ninja 1.13.2 wrote, change-only appends,
 // lazy creation, bad headers, recovery from every truncation point and corrupt records, recompaction.
 #include "headroom/logs/deps_log.h"
+#include "temp_dir.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -14,19 +15,6 @@ namespace headroom {
 namespace {
 
 namespace fs = std::filesystem;
-
-class TempDir {
- public:
-  TempDir() {
-    char name[] = "/tmp/headroom_deps_log_XXXXXX";
-    path_ = mkdtemp(name);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
 
 std::string ReadBytes(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
@@ -91,7 +79,7 @@ std::vector<std::string> Paths(const std::vector<Node*>& nodes) {
 using Strings = std::vector<std::string>;
 
 TEST(DepsLogLoad, ReadsWhatNinjaWrote) {
-  TempDir dir;
+  TempDir dir{"deps_log"};
   const std::string path = dir.File(".ninja_deps");
   WriteBytes(path, kNinjaDeps);
   State state;
@@ -113,7 +101,7 @@ TEST(DepsLogLoad, ReadsWhatNinjaWrote) {
 }
 
 TEST(DepsLogLoad, MissingFileIsNotFound) {
-  TempDir dir;
+  TempDir dir{"deps_log"};
   State state;
   DepsLog log;
   std::string warnings;
@@ -121,7 +109,7 @@ TEST(DepsLogLoad, MissingFileIsNotFound) {
 }
 
 TEST(DepsLogWrite, RecordsAreByteIdenticalToNinja) {
-  TempDir dir;
+  TempDir dir{"deps_log"};
   const std::string path = dir.File(".ninja_deps");
   State state;
   DepsLog log;
@@ -138,7 +126,7 @@ TEST(DepsLogWrite, RecordsAreByteIdenticalToNinja) {
 }
 
 TEST(DepsLogWrite, SharedInputsGetOneIdLikeNinja) {
-  TempDir dir;
+  TempDir dir{"deps_log"};
   const std::string path = dir.File(".ninja_deps");
   State state;
   DepsLog log;
@@ -151,7 +139,7 @@ TEST(DepsLogWrite, SharedInputsGetOneIdLikeNinja) {
 }
 
 TEST(DepsLogWrite, AppendsOnlyWhenDepsChange) {
-  TempDir dir;
+  TempDir dir{"deps_log"};
   const std::string path = dir.File(".ninja_deps");
   WriteBytes(path, kNinjaDeps);
   State state;
@@ -188,7 +176,7 @@ TEST(DepsLogWrite, AppendsOnlyWhenDepsChange) {
 }
 
 TEST(DepsLogWrite, FileAppearsWithTheFirstRecordOnly) {
-  TempDir dir;
+  TempDir dir{"deps_log"};
   const std::string path = dir.File(".ninja_deps");
   State state;
   std::string err;
@@ -223,7 +211,7 @@ TEST(DepsLogLoad, BadSignatureOrVersionStartsOver) {
   v5[12] = 5;
   magic[0] = 'X';
   for (const std::string& contents : {std::string(), kNinjaDeps.substr(0, 5), kNinjaDeps.substr(0, 15), v3, v5, magic}) {
-    TempDir dir;
+    TempDir dir{"deps_log"};
     const std::string path = dir.File(".ninja_deps");
     WriteBytes(path, contents);
     State state;
@@ -242,7 +230,7 @@ TEST(DepsLogLoad, RecoversFromTruncationAtEveryOffset) {
   const std::vector<std::string> all_paths = {"x.o", "q.c", "src/ab.h", "longer_name.hh"};
   for (size_t size = 16; size < kNinjaDeps.size(); ++size) {
     SCOPED_TRACE(size);
-    TempDir dir;
+    TempDir dir{"deps_log"};
     const std::string path = dir.File(".ninja_deps");
     WriteBytes(path, kNinjaDeps.substr(0, size));
     State state;
@@ -299,7 +287,7 @@ TEST(DepsLogLoad, CorruptRecordIsCutWithEverythingAfterIt) {
   };
   for (const Corruption& c : cases) {
     SCOPED_TRACE(c.what);
-    TempDir dir;
+    TempDir dir{"deps_log"};
     const std::string path = dir.File(".ninja_deps");
     std::string contents = kNinjaDeps;
     contents.replace(c.offset, c.bytes.size(), c.bytes);
@@ -319,7 +307,7 @@ TEST(DepsLogLoad, CorruptRecordIsCutWithEverythingAfterIt) {
 }
 
 TEST(DepsLogQuery, FirstReverseDepsNode) {
-  TempDir dir;
+  TempDir dir{"deps_log"};
   const std::string path = dir.File(".ninja_deps");
   WriteBytes(path, kNinjaTwoObjects);
   State state;
@@ -358,7 +346,7 @@ TEST(DepsLogRecompact, LivenessFollowsTheDepsBinding) {
 }
 
 TEST(DepsLogRecompact, BloatedLogKeepsOnlyLiveEntriesWithFreshIds) {
-  TempDir dir;
+  TempDir dir{"deps_log"};
   const std::string path = dir.File(".ninja_deps");
   {
     State state;
@@ -410,7 +398,7 @@ TEST(DepsLogRecompact, BloatedLogKeepsOnlyLiveEntriesWithFreshIds) {
 }
 
 TEST(DepsLogRecompact, NotNeededBelowTheThresholds) {
-  TempDir dir;
+  TempDir dir{"deps_log"};
   const std::string path = dir.File(".ninja_deps");
   {
     State state;
@@ -427,7 +415,7 @@ TEST(DepsLogRecompact, NotNeededBelowTheThresholds) {
 }
 
 TEST(DepsLogRecompact, EmptyResultStillHasAHeader) {
-  TempDir dir;
+  TempDir dir{"deps_log"};
   const std::string path = dir.File(".ninja_deps");
   WriteBytes(path, kNinjaTwoObjects);
   State state;

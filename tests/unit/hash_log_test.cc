@@ -1,6 +1,7 @@
 // Tests for .headroom_hashes (HashLog): round trip, and that a damaged, cut-short or other-version file is
 // never trusted: it reads as empty, with a reason.
 #include "headroom/logs/hash_log.h"
+#include "temp_dir.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -12,19 +13,6 @@ namespace headroom {
 namespace {
 
 namespace fs = std::filesystem;
-
-class TempDir {
- public:
-  TempDir() {
-    char name[] = "/tmp/headroom_hash_log_XXXXXX";
-    path_ = mkdtemp(name);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
 
 HashRecord MakeRecord(HashLog* log, std::vector<std::pair<std::string, uint64_t>> outputs,
                       std::vector<std::pair<std::string, uint64_t>> inputs) {
@@ -74,7 +62,7 @@ TEST(HashLog, RoundTripKeepsEveryRecord) {
 }
 
 TEST(HashLog, SaveAndLoadThroughAFile) {
-  TempDir dir;
+  TempDir dir{"hash_log"};
   HashLog log = SampleLog();
   std::string err;
   ASSERT_TRUE(log.Save(dir.File(".headroom_hashes"), &err)) << err;
@@ -86,7 +74,7 @@ TEST(HashLog, SaveAndLoadThroughAFile) {
 }
 
 TEST(HashLog, MissingFileIsEmptyWithoutWarning) {
-  TempDir dir;
+  TempDir dir{"hash_log"};
   HashLog read;
   std::string warning;
   read.Load(dir.File("nothing"), &warning);
@@ -127,7 +115,7 @@ TEST(HashLog, OtherVersionIsRefusedAsSuch) {
 }
 
 TEST(HashLog, CorruptFileWarnsAndIsRewrittenWhenSaved) {
-  TempDir dir;
+  TempDir dir{"hash_log"};
   const std::string path = dir.File(".headroom_hashes");
   std::string text = SampleLog().Serialize();
   std::ofstream(path) << text.substr(0, text.size() / 2);
