@@ -58,6 +58,7 @@ def main():
     ap.add_argument("--seeds", default="1,2")
     ap.add_argument("--out", default="/tmp/shared-builds-box")
     a = ap.parse_args()
+    a.headroom, a.memhog = os.path.abspath(a.headroom), os.path.abspath(a.memhog)  # the builds run in their dirs
     out = Path(a.out)
     seeds = [int(s) for s in a.seeds.split(",")]
     for count in (1, len(seeds)):
