@@ -2,7 +2,7 @@
 # Sanitizer and fuzz stage of scripts/test.sh: one clang build with ASan+UBSan (build-san/, scripts/build-sanitized.sh)
 # runs the unit tests and the e2e suites through ctest, then every libFuzzer target (fuzz/run.sh). Exits non-zero on
 # any test failure, fuzz crash or sanitizer report. Usage: sanitize.sh [ctest args, e.g. -R e2e.test_cli]
-# Env: HEADROOM_FUZZ_SECONDS (per target, default 40), HEADROOM_SKIP_FUZZ=1, HEADROOM_SAN_BUILD_DIR, HEADROOM_SAN_JOBS,
+# Env: HEADROOM_FUZZ_SECONDS (per target, default 20), HEADROOM_SKIP_FUZZ=1, HEADROOM_SAN_BUILD_DIR, HEADROOM_SAN_JOBS,
 # HEADROOM_CTEST_EXCLUDE (a regex of more tests to leave out: scripts/test.sh names those a VM lane runs instead).
 set -uo pipefail
 
@@ -19,10 +19,13 @@ jobs="${HEADROOM_SAN_JOBS:-$(nproc)}"
 #     all of it c++ on torch headers); the store it checks is driven under ASan by test_user_store and fuzzed.
 #   test_dropin_wheel: compiles headroom again for the portable wheel (minutes of uninstrumented zig c++ on 2 cores) to check
 #     packaging, which sanitizers cannot see into; the headroom it then drives is the uninstrumented wheel build.
+#   test_distcc, test_sccache_dist: real distccd and sccache-dist daemons compiling heavy C++ and CUDA (4-5 min under
+#     ASan on 2 cores, nearly all of it in g++, nvcc and the daemons); headroom's remote-pool code runs under ASan in
+#     the RemoteController/RemotePool/RemoteJobs/RemoteFallback unit tests and in test_farm_costs.
 #   SimulatorScaleTest.*: the 64-core and CI-runner tables (each simulates a whole -j sweep of a 73-job build over
 #     days of simulated time: 36-46 s apiece under ASan, 3 s plain); the simulator's code runs under ASan in the
 #     SimulatorTest and SimPlannerTest builds.
-excluded='^(e2e\.(test_dropin_torch|test_dropin_torch_store|test_dropin_wheel)|SimulatorScaleTest\..*)$'
+excluded='^(e2e\.(test_dropin_torch|test_dropin_torch_store|test_dropin_wheel|test_distcc|test_sccache_dist)|SimulatorScaleTest\..*)$'
 [ -n "${HEADROOM_CTEST_EXCLUDE:-}" ] && excluded="$excluded|$HEADROOM_CTEST_EXCLUDE"
 
 status=0
@@ -61,7 +64,7 @@ fi
 if [ "${HEADROOM_SKIP_FUZZ:-0}" = 1 ]; then
   echo "== fuzzing skipped (HEADROOM_SKIP_FUZZ=1)"
 else
-  HEADROOM_FUZZ_NO_BUILD=1 "$repo/fuzz/run.sh" "${HEADROOM_FUZZ_SECONDS:-40}" || status=1
+  HEADROOM_FUZZ_NO_BUILD=1 "$repo/fuzz/run.sh" "${HEADROOM_FUZZ_SECONDS:-20}" || status=1
   phase_done "fuzzing"
 fi
 
