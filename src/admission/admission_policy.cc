@@ -8,13 +8,13 @@
 #include <fmt/format.h>
 
 #include "headroom/estimator/estimator.h"
+#include "headroom/util/byte_size.h"
 
 namespace headroom {
 namespace {
 
 uint64_t SaturatingSub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
 
-uint64_t Scale(uint64_t bytes, double factor) { return static_cast<uint64_t>(static_cast<double>(bytes) * factor); }
 
 AdmissionDecision Admit(std::string reason, bool over_budget = false) {
   return {true, WaitKind::kNone, over_budget, std::move(reason)};
@@ -80,18 +80,18 @@ uint64_t AdmissionPolicy::Reserve(uint64_t budget) const {
   // budget: a flat 512 MiB would take a third of a 1.5 GiB container and serialise its build.
   // Under the guard a smaller one will do (see kGuardedReserveFraction).
   if (config_.guarded) {
-    uint64_t floor = std::min(config_.guarded_reserve_floor, Scale(budget, config_.guarded_reserve_floor_max_fraction));
-    return std::max(Scale(budget, config_.guarded_reserve_fraction), floor);
+    uint64_t floor = std::min(config_.guarded_reserve_floor, ScaleBytes(budget, config_.guarded_reserve_floor_max_fraction));
+    return std::max(ScaleBytes(budget, config_.guarded_reserve_fraction), floor);
   }
-  uint64_t floor = std::min(config_.reserve_floor, Scale(budget, config_.reserve_floor_max_fraction));
-  return std::max(Scale(budget, config_.reserve_fraction), floor);
+  uint64_t floor = std::min(config_.reserve_floor, ScaleBytes(budget, config_.reserve_floor_max_fraction));
+  return std::max(ScaleBytes(budget, config_.reserve_fraction), floor);
 }
 
 uint64_t AdmissionPolicy::AdmittedPeak(uint64_t predicted_peak, bool from_prior, uint64_t budget,
                                        uint64_t outside) const {
   if (!from_prior || budget == 0) return predicted_peak;
   double share = config_.guarded ? config_.guarded_prior_cap : config_.unguarded_prior_cap;
-  uint64_t cap = Scale(SaturatingSub(budget, Reserve(budget) + outside), share);
+  uint64_t cap = ScaleBytes(SaturatingSub(budget, Reserve(budget) + outside), share);
   return std::max<uint64_t>(1, std::min(predicted_peak, cap));
 }
 
@@ -106,10 +106,10 @@ uint64_t AdmissionPolicy::CountedPeak(const Candidate& candidate, std::span<cons
   uint64_t peak = AdmittedPeak(candidate, budget, outside);
   for (const RunningJob& job : running) {
     const bool same_family = job.family_key == candidate.family_key;
-    if (candidate.unknown_heavy && same_family) peak = std::max(peak, Scale(job.peak_rss, 1.1));
+    if (candidate.unknown_heavy && same_family) peak = std::max(peak, ScaleBytes(job.peak_rss, 1.1));
     const bool kin = (candidate.kin == KinScope::kClass && job.class_key == candidate.class_key) ||
                      (candidate.kin == KinScope::kFamily && same_family);
-    if (kin) peak = std::max(peak, Scale(job.peak_rss, config_.kin_floor_factor));
+    if (kin) peak = std::max(peak, ScaleBytes(job.peak_rss, config_.kin_floor_factor));
   }
   return peak;
 }
@@ -184,7 +184,7 @@ bool AdmissionPolicy::HasSettled(const RunningJob& job, int64_t now_ms) const {
     return now_ms - std::max(job.last_growth_ms, job.started_ms) >=
            static_cast<int64_t>(config_.overrun_plateau_factor * static_cast<double>(config_.plateau_ms));
   }
-  return job.peak_rss >= Scale(job.predicted_peak, least);
+  return job.peak_rss >= ScaleBytes(job.predicted_peak, least);
 }
 
 uint64_t AdmissionPolicy::Owed(const RunningJob& job, int64_t now_ms) const {
@@ -201,9 +201,9 @@ uint64_t AdmissionPolicy::OwedBy(const RunningJob& job, int64_t now_ms, int64_t 
   const double paced = config_.rise_time_margin * static_cast<double>(duration);
   // Above where its curve says it may be by now, this run rises faster than the ones it was learned from.
   const double now_share = static_cast<double>(now_ms - job.started_ms) / paced;
-  if (job.peak_rss > Scale(job.predicted_peak, job.rise.BoundAt(now_share))) return owed;
+  if (job.peak_rss > ScaleBytes(job.predicted_peak, job.rise.BoundAt(now_share))) return owed;
   const double then_share = static_cast<double>(until_ms - job.started_ms) / paced;
-  return std::min(owed, SaturatingSub(Scale(job.predicted_peak, job.rise.BoundAt(then_share)), job.rss));
+  return std::min(owed, SaturatingSub(ScaleBytes(job.predicted_peak, job.rise.BoundAt(then_share)), job.rss));
 }
 
 int64_t AdmissionPolicy::BetHorizon(const Candidate& candidate, int64_t now_ms) const {
@@ -292,7 +292,7 @@ std::string AdmissionPolicy::StaggerWait(std::span<const RunningJob> running, co
     const int probes = config_.guarded ? config_.guarded_probe_members : 1;
     // Unless a guess twice too low for every climbing member and this one would still fit.
     const bool joint_fits =
-        spare_after >= Scale(peak, config_.probe_joint_overshoot * static_cast<double>(climbing_members + 1));
+        spare_after >= ScaleBytes(peak, config_.probe_joint_overshoot * static_cast<double>(climbing_members + 1));
     if (climbing && !family_peaked && climbing_members >= probes && !joint_fits) {
       return fmt::format("probing an unmeasured heavy family: waiting for job {} to peak (at {} so far)",
                          climbing->id, FormatBytes(climbing->peak_rss));
@@ -303,7 +303,7 @@ std::string AdmissionPolicy::StaggerWait(std::span<const RunningJob> running, co
   // where staggering would start one per stagger_ms (64 flash-attn kernels on 64 cores: ten minutes).
   int climbing = 0;
   for (const RunningJob& job : running) climbing += job.class_key == candidate.class_key && !PeakIsBehind(job, now_ms);
-  if (spare_after >= Scale(peak, config_.joint_overshoot * static_cast<double>(climbing + 1))) roomy = true;
+  if (spare_after >= ScaleBytes(peak, config_.joint_overshoot * static_cast<double>(climbing + 1))) roomy = true;
   for (const RunningJob& job : running) {
     if (job.class_key != candidate.class_key || PeakIsBehind(job, now_ms)) continue;
     if (!roomy && candidate.predicted_peak >= config_.heavy_threshold && now_ms - job.started_ms < config_.stagger_ms) {

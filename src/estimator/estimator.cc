@@ -13,18 +13,11 @@
 #include <fmt/format.h>
 
 #include "headroom/estimator/command_line.h"
+#include "headroom/util/byte_size.h"
 #include "headroom/util/messages.h"
 
 namespace headroom {
 namespace {
-
-// bytes × factor, saturated: converting a double at or above 2^64 (or a NaN) to an integer is undefined.
-uint64_t Scale(uint64_t bytes, double factor) {
-  const double scaled = static_cast<double>(bytes) * factor;
-  if (!(scaled > 0)) return 0;
-  if (scaled >= 18446744073709551616.0) return std::numeric_limits<uint64_t>::max();  // 2^64
-  return static_cast<uint64_t>(scaled);
-}
 
 // A malformed headroom_mem is ignored, so say so, once per distinct value in this process: a rule-level hint
 // repeats on every edge, and the planner predicts each edge many times.
@@ -79,7 +72,7 @@ std::optional<Estimate> Estimator::FromEdgeHistory(const JobDescription& job, co
   for (size_t i = window_start; i < edge->recent.size(); ++i) {
     const HistoryRecord& r = edge->recent[i];
     if (r.killed()) {
-      killed_bound = std::max(killed_bound, Scale(r.peak_bytes, config_.killed_factor));
+      killed_bound = std::max(killed_bound, ScaleBytes(r.peak_bytes, config_.killed_factor));
     } else {
       rise = rise ? RiseCurve::Faster(*rise, r.rise) : r.rise;
       completed_max = std::max(completed_max, r.peak_bytes);
@@ -92,7 +85,7 @@ std::optional<Estimate> Estimator::FromEdgeHistory(const JobDescription& job, co
   estimate.duration_ms = MedianDuration(edge->recent);
   if (rise) estimate.rise = *rise;
   const double margin = EdgeMargin(*edge, window_start);
-  estimate.peak_bytes = std::max(Scale(completed_max, margin), killed_bound);
+  estimate.peak_bytes = std::max(ScaleBytes(completed_max, margin), killed_bound);
   // A kill only bounds the peak from below: the edge is known once a run of it completed since.
   estimate.confident = completed_max > 0 && killed_bound == 0;
   if (why) {
@@ -149,7 +142,7 @@ std::optional<Estimate> Estimator::FromClass(std::string_view class_key, bool wh
   estimate.source = EstimateSource::kClassHistory;
   double margin =
       stats->completed() >= config_.class_confident_samples ? config_.class_confident_margin : config_.class_margin;
-  estimate.peak_bytes = Scale(stats->PeakQuantile(config_.class_quantile), margin);
+  estimate.peak_bytes = ScaleBytes(stats->PeakQuantile(config_.class_quantile), margin);
   estimate.confident = stats->completed() >= config_.class_confident_samples;
   estimate.duration_ms = stats->MeanDurationMs();
   if (why) {
@@ -171,7 +164,7 @@ std::optional<Estimate> Estimator::FromFamily(std::string_view family_key, bool 
   // The margin shrinks as members accumulate: the family's high quantile is then measured, not guessed.
   double margin =
       config_.family_margin_base + config_.family_margin_spread / std::sqrt(static_cast<double>(family.completed));
-  estimate.peak_bytes = Scale(family.high_peak, margin);
+  estimate.peak_bytes = ScaleBytes(family.high_peak, margin);
   estimate.duration_ms = family.mean_duration_ms;
   if (why) {
     estimate.why = fmt::format("family history: p{:.0f} of {} job(s) in {} class(es) x{:.2f}",

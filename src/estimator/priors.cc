@@ -1,6 +1,8 @@
 // Command-line priors: memory guesses per tool family before any measurement exists.
 #include "headroom/estimator/priors.h"
 
+#include "headroom/util/byte_size.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -10,7 +12,6 @@
 namespace headroom {
 namespace {
 
-bool StartsWith(std::string_view text, std::string_view prefix) { return text.substr(0, prefix.size()) == prefix; }
 
 // Value of a flag given as "-f v", "-f=v" or (for single-letter short flags) "-fv"; empty when absent.
 std::optional<std::string> FlagValue(const std::vector<std::string>& args, size_t* i,
@@ -21,7 +22,7 @@ std::optional<std::string> FlagValue(const std::vector<std::string>& args, size_
       if (*i + 1 >= args.size()) return std::nullopt;
       return args[++*i];
     }
-    if (StartsWith(arg, name) && arg.size() > name.size()) {
+    if (arg.starts_with(name) && arg.size() > name.size()) {
       if (arg[name.size()] == '=') return arg.substr(name.size() + 1);
       if (allow_glued && name.size() == 2) return arg.substr(name.size());
     }
@@ -41,7 +42,6 @@ bool IsAllDigits(std::string_view text) {
   return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return std::isdigit(c); });
 }
 
-uint64_t Scale(uint64_t bytes, double factor) { return static_cast<uint64_t>(static_cast<double>(bytes) * factor); }
 
 bool HasArg(const CommandStep& step, std::initializer_list<std::string_view> names) {
   return std::any_of(step.args.begin(), step.args.end(), [&](const std::string& a) {
@@ -51,7 +51,7 @@ bool HasArg(const CommandStep& step, std::initializer_list<std::string_view> nam
 
 bool HasLto(const CommandStep& step) {
   return std::any_of(step.args.begin(), step.args.end(), [](const std::string& a) {
-    return StartsWith(a, "-flto") || StartsWith(a, "--lto") || StartsWith(a, "-plugin-opt") || a == "-dlto";
+    return a.starts_with("-flto") || a.starts_with("--lto") || a.starts_with("-plugin-opt") || a == "-dlto";
   });
 }
 
@@ -65,7 +65,7 @@ Prior NvccPrior(const CommandStep& step, const PriorConstants& c) {
                           cutlass ? " (CUTLASS)" : "")};
   if (pipelines_bytes < c.nvcc_front_end) prior.why += fmt::format(", front end {}", FormatBytes(c.nvcc_front_end));
   if (HasArg(step, {"-G", "--device-debug"})) {
-    prior.peak_bytes = Scale(prior.peak_bytes, c.nvcc_device_debug_factor);
+    prior.peak_bytes = ScaleBytes(prior.peak_bytes, c.nvcc_device_debug_factor);
     prior.why += fmt::format(", x{} for -G", c.nvcc_device_debug_factor);
   }
   return prior;
@@ -74,17 +74,17 @@ Prior NvccPrior(const CommandStep& step, const PriorConstants& c) {
 Prior CompilerPrior(const CommandStep& step, const PriorConstants& c) {
   std::string level = "0";  // gcc and clang default to -O0.
   for (const std::string& arg : step.args) {
-    if (StartsWith(arg, "-O")) level = arg.size() == 2 ? "1" : arg.substr(2);
+    if (arg.starts_with("-O")) level = arg.size() == 2 ? "1" : arg.substr(2);
   }
   uint64_t bytes = c.cxx_O2;
   if (level == "0" || level == "g") bytes = c.cxx_O0;
   if (level == "3" || level == "fast") bytes = c.cxx_O3;
   Prior prior{bytes, ToolFamily::kCompiler, fmt::format("{} -O{}: {}", step.tool, level, FormatBytes(bytes))};
   bool debug = std::any_of(step.args.begin(), step.args.end(), [](const std::string& a) {
-    return a == "-g" || (StartsWith(a, "-g") && a.size() == 3 && std::isdigit(static_cast<unsigned char>(a[2])));
+    return a == "-g" || (a.starts_with("-g") && a.size() == 3 && std::isdigit(static_cast<unsigned char>(a[2])));
   });
   if (debug) {
-    prior.peak_bytes = Scale(prior.peak_bytes, c.cxx_debug_info_factor);
+    prior.peak_bytes = ScaleBytes(prior.peak_bytes, c.cxx_debug_info_factor);
     prior.why += fmt::format(", x{} for -g", c.cxx_debug_info_factor);
   }
   return prior;
@@ -109,7 +109,7 @@ Prior LinkerPrior(const CommandStep& step, std::string_view rspfile_content, con
     return {c.linker_unknown_inputs, ToolFamily::kLinker,
             fmt::format("link with no input sizes known: {}", FormatBytes(c.linker_unknown_inputs))};
   }
-  uint64_t bytes = std::max(Scale(total, factor), c.linker_floor);
+  uint64_t bytes = std::max(ScaleBytes(total, factor), c.linker_floor);
   return {bytes, ToolFamily::kLinker,
           fmt::format("link: {} x {} inputs ({}), floor {}", factor, found, FormatBytes(total),
                       FormatBytes(c.linker_floor))};
@@ -155,7 +155,7 @@ int NvccParallelPipelines(const CommandStep& nvcc) {
   for (size_t i = 0; i < nvcc.args.size(); ++i) {
     const std::string& arg = nvcc.args[i];
     std::optional<std::string> value = FlagValue(nvcc.args, &i, {"--threads", "-t"}, false);
-    if (!value && StartsWith(arg, "-t") && IsAllDigits(std::string_view(arg).substr(2))) value = arg.substr(2);
+    if (!value && arg.starts_with("-t") && IsAllDigits(std::string_view(arg).substr(2))) value = arg.substr(2);
     if (value && IsAllDigits(*value)) threads = std::atoi(value->c_str());
   }
   int targets = NvccTargetCount(nvcc);

@@ -25,7 +25,6 @@ namespace {
 constexpr std::string_view kDirPrefix = "headroom-jobserver-";
 constexpr char kToken = '+';
 
-bool StartsWith(std::string_view text, std::string_view prefix) { return text.substr(0, prefix.size()) == prefix; }
 
 // A job's fifo. headroom's descriptor is non-blocking (offers and drains never wait); a kPipe job gets a
 // second, blocking descriptor of the same fifo, so the job's reads wait as make's clients expect.
@@ -90,7 +89,7 @@ std::string StripJobserverWords(std::string_view makeflags) {
   size_t i = 0;
   for (; i < words.size() && words[i] != "--"; ++i) {
     std::string_view word = words[i];
-    if (StartsWith(word, "-j") || StartsWith(word, "--jobserver-")) continue;
+    if (word.starts_with("-j") || word.starts_with("--jobserver-")) continue;
     // make writes its single letters first, dash-less; a long flag there is preceded by a blank.
     if (!kept.empty() || word[0] == '-') kept += ' ';
     kept += word;
@@ -106,7 +105,7 @@ std::string StripJobserverWords(std::string_view makeflags) {
 std::string JobMakeflags(const std::string& stripped, int parallelism, const std::string& auth) {
   std::string ours = " -j" + std::to_string(parallelism) + " --jobserver-auth=" + auth;
   size_t variables = stripped.find(" -- ");
-  if (variables == std::string::npos && StartsWith(stripped, "-- ")) variables = 0;
+  if (variables == std::string::npos && stripped.starts_with("-- ")) variables = 0;
   if (variables == std::string::npos) return stripped + ours;
   return stripped.substr(0, variables) + ours + stripped.substr(variables);
 }
@@ -117,7 +116,7 @@ int RemoveStaleJobserverDirs(const std::string& temp_dir) {
   if (!dir) return 0;
   while (dirent* entry = readdir(dir)) {
     std::string_view name = entry->d_name;
-    if (!StartsWith(name, kDirPrefix)) continue;
+    if (!name.starts_with(kDirPrefix)) continue;
     std::string rest(name.substr(kDirPrefix.size()));
     char* end = nullptr;
     long pid = strtol(rest.c_str(), &end, 10);

@@ -29,7 +29,7 @@ namespace {
 
 using namespace history_text;
 
-constexpr std::string_view kMagic = "# headroom history v";
+constexpr std::string_view kHistoryMagic = "# headroom history v";
 constexpr int kVersion = 2;
 constexpr int kOldestReadVersion = 1;  // v1: no rise curve
 
@@ -133,7 +133,7 @@ DiskInterface::ReadStatus ReadHistoryOrLegacy(const std::string& path, std::stri
   return read == DiskInterface::ReadStatus::kOtherError ? DiskInterface::ReadStatus::kNotFound : read;
 }
 
-std::string HeaderLine() { return fmt::format("{}{}\n", kMagic, kVersion); }
+std::string HeaderLine() { return fmt::format("{}{}\n", kHistoryMagic, kVersion); }
 
 std::string ClassLine(uint32_t id, std::string_view key) { return fmt::format("C\t{}\t{}\n", id, Escape(key)); }
 
@@ -286,12 +286,12 @@ bool HistoryStore::ParseLine(std::string_view line) {
 std::string HistoryStore::Parse(std::string_view contents, bool* needs_rewrite) {
   size_t header_end = contents.find('\n');
   std::string_view header = contents.substr(0, header_end);
-  if (header.substr(0, kMagic.size()) != kMagic) {
+  if (header.substr(0, kHistoryMagic.size()) != kHistoryMagic) {
     *needs_rewrite = true;
     return fmt::format("{} is not a headroom history file; starting a new one", path_);
   }
   int version = 0;
-  if (!ParseInt(header.substr(kMagic.size()), &version) || version < kOldestReadVersion || version > kVersion ||
+  if (!ParseInt(header.substr(kHistoryMagic.size()), &version) || version < kOldestReadVersion || version > kVersion ||
       header_end == contents.npos) {
     *needs_rewrite = true;
     return fmt::format("{} has an unsupported version ('{}'); starting a new one", path_, header);

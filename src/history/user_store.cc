@@ -33,7 +33,7 @@ namespace {
 
 using namespace history_text;
 
-constexpr std::string_view kMagic = "# headroom user store v";
+constexpr std::string_view kStoreMagic = "# headroom user store v";
 // An export's temp file whose writer looks dead and that is this old is a crash's leftover (a pid from another
 // pid namespace may look dead here, but no export takes minutes).
 constexpr int64_t kStaleExportTempAgeS = 600;
@@ -126,7 +126,7 @@ std::string UserStore::Serialise(const Contents& contents, const UserStoreLimits
   std::sort(chunks.begin(), chunks.end(), [](const auto& a, const auto& b) {
     return a.first != b.first ? a.first > b.first : a.second < b.second;
   });
-  std::string text = fmt::format("{}{}\n", kMagic, kVersion);
+  std::string text = fmt::format("{}{}\n", kStoreMagic, kVersion);
   for (const auto& [last_used, chunk] : chunks) {
     if (text.size() + chunk.size() > limits.max_bytes) continue;  // a smaller, older one may still fit
     text += chunk;

@@ -12,7 +12,7 @@
 namespace headroom {
 namespace {
 
-constexpr std::string_view kMagic = "headroom-ledger";
+constexpr std::string_view kLedgerMagic = "headroom-ledger";
 constexpr int kFormatVersion = 1;
 constexpr pid_t kMaxPid = 1 << 22;  // PID_MAX_LIMIT on 64-bit Linux
 
@@ -150,7 +150,7 @@ bool ParseBody(std::string_view body, LedgerEntry* entry, std::string* err) {
     if (token.empty()) continue;
     const int this_index = index++;
     if (this_index == 0) {
-      if (token != kMagic) {
+      if (token != kLedgerMagic) {
         *err = "not a headroom ledger record";
         return false;
       }
@@ -193,7 +193,7 @@ uint64_t LedgerRecordChecksum(std::string_view body) {
 std::string FormatLedgerRecord(const LedgerEntry& entry) {
   const std::string body = fmt::format(
       "{} {} id={} pid={} cgroup={} parent_id={} parent_job={} owed={} used={} budget={} updated_ms={} waiting={}",
-      kMagic, kFormatVersion, PercentEncode(entry.id), entry.pid, PercentEncode(entry.cgroup),
+      kLedgerMagic, kFormatVersion, PercentEncode(entry.id), entry.pid, PercentEncode(entry.cgroup),
       PercentEncode(entry.parent_id), std::max<int64_t>(entry.parent_job, -1), ClampLedgerClaim(entry.owed_bytes),
       ClampLedgerClaim(entry.used_bytes), ClampLedgerClaim(entry.budget_bytes), std::max<int64_t>(entry.updated_ms, 0),
       ClampLedgerClaim(entry.waiting_bytes));

@@ -13,8 +13,8 @@ namespace headroom {
 
 namespace {
 
-constexpr double kWidth = 1120;
-constexpr double kLeft = 64, kRight = 16, kTop = 6, kAxis = 26;
+constexpr double kGanttWidth = 1120;
+constexpr double kGanttLeft = 64, kGanttRight = 16, kGanttTop = 6, kGanttAxis = 26;
 constexpr double kClusterPx = 4.0;
 
 // How bad an outcome is, so a cluster of short jobs shows the worst of them.
@@ -105,16 +105,16 @@ Chart GanttChart(const BuildTimeline& timeline, int64_t span_ms) {
   }
   // Rows shrink as lanes grow, so -j64 stays on a screen and -j1 is not a sliver.
   const double row = std::clamp(420.0 / lanes, 9.0, 34.0);
-  const double height = kTop + row * lanes + kAxis;
-  Svg svg(kWidth, height, "Jobs by lane over time");
-  const TimeScale time{kLeft, kWidth - kLeft - kRight, std::max<int64_t>(1, span_ms)};
+  const double height = kGanttTop + row * lanes + kGanttAxis;
+  Svg svg(kGanttWidth, height, "Jobs by lane over time");
+  const TimeScale time{kGanttLeft, kGanttWidth - kGanttLeft - kGanttRight, std::max<int64_t>(1, span_ms)};
   for (int lane = 0; lane < lanes; ++lane) {
-    const double top = kTop + row * lane;
-    if (lane % 2 == 0) svg.Rect(kLeft, top, time.width, row, "class=\"stripe\"");
+    const double top = kGanttTop + row * lane;
+    if (lane % 2 == 0) svg.Rect(kGanttLeft, top, time.width, row, "class=\"stripe\"");
     if (row >= 12 || lane % 5 == 0)
-      svg.Text(kLeft - 8, top + row / 2 + 4, std::to_string(lane + 1), "class=\"axis\" text-anchor=\"end\"");
+      svg.Text(kGanttLeft - 8, top + row / 2 + 4, std::to_string(lane + 1), "class=\"axis\" text-anchor=\"end\"");
   }
-  DrawTimeAxis(&svg, time, kTop, kTop + row * lanes, true);
+  DrawTimeAxis(&svg, time, kGanttTop, kGanttTop + row * lanes, true);
 
   GanttPainter painter(&svg, time, peak_scale);
   std::map<std::pair<int, int64_t>, Cluster> clusters;  // (lane, pixel column) -> short jobs there
@@ -122,12 +122,12 @@ Chart GanttChart(const BuildTimeline& timeline, int64_t span_ms) {
   for (const TimelineJob& job : timeline.jobs()) {
     TimelineJob drawn = job;
     if (drawn.end_ms < 0) drawn.end_ms = end_of_build;
-    const Lane lane{kTop + row * job.slot + 1, row - 2};
+    const Lane lane{kGanttTop + row * job.slot + 1, row - 2};
     if (time.X(drawn.end_ms) - time.X(drawn.start_ms) >= kMinBarPx) {
       painter.Job(drawn, lane);
       continue;
     }
-    const double mid = time.X((drawn.start_ms + drawn.end_ms) / 2) - kLeft;
+    const double mid = time.X((drawn.start_ms + drawn.end_ms) / 2) - kGanttLeft;
     Cluster& cluster = clusters[{job.slot, static_cast<int64_t>(mid / kClusterPx)}];
     if (cluster.count++ == 0) cluster.first_start = drawn.start_ms;
     cluster.first_start = std::min(cluster.first_start, drawn.start_ms);
@@ -139,8 +139,8 @@ Chart GanttChart(const BuildTimeline& timeline, int64_t span_ms) {
     }
   }
   for (const auto& [where, cluster] : clusters) {
-    const Lane lane{kTop + row * where.first + 1, row - 2};
-    painter.Clustered(cluster, kLeft + static_cast<double>(where.second) * kClusterPx, lane);
+    const Lane lane{kGanttTop + row * where.first + 1, row - 2};
+    painter.Clustered(cluster, kGanttLeft + static_cast<double>(where.second) * kClusterPx, lane);
   }
 
   for (const char* outcome : {"ok", "failed", "oom-killed", "safety-killed", "interrupted"}) {

@@ -13,8 +13,8 @@ namespace headroom {
 
 namespace {
 
-constexpr double kWidth = 1120, kHeight = 340;
-constexpr double kLeft = 64, kRight = 16, kTop = 14, kBottom = 30;
+constexpr double kMemoryWidth = 1120, kMemoryHeight = 340;
+constexpr double kMemoryLeft = 64, kMemoryRight = 16, kMemoryTop = 14, kMemoryBottom = 30;
 
 // Layer of each job index: 0..K-1 for the heaviest sampled jobs (heaviest at the bottom), K for the rest.
 std::map<size_t, int> AssignLayers(const BuildTimeline& timeline, int* layer_count) {
@@ -77,8 +77,8 @@ void DrawBytesAxis(Svg* svg, const Scale& scale, uint64_t unit) {
     const double bytes = tick * static_cast<double>(unit);
     if (bytes > scale.max_bytes) break;
     const double y = scale.Y(bytes);
-    svg->Line(kLeft, y, kWidth - kRight, y, "class=\"grid\"");
-    svg->Text(kLeft - 8, y + 4, FormatInUnit(static_cast<uint64_t>(bytes), unit) + " " + AxisUnitName(unit),
+    svg->Line(kMemoryLeft, y, kMemoryWidth - kMemoryRight, y, "class=\"grid\"");
+    svg->Text(kMemoryLeft - 8, y + 4, FormatInUnit(static_cast<uint64_t>(bytes), unit) + " " + AxisUnitName(unit),
               "class=\"axis\" text-anchor=\"end\"");
   }
 }
@@ -110,26 +110,26 @@ Chart MemoryChart(const BuildTimeline& timeline, int64_t span_ms) {
   }
   const uint64_t budget = BudgetOf(timeline);
   Scale scale;
-  scale.time = TimeScale{kLeft, kWidth - kLeft - kRight, std::max<int64_t>(1, span_ms)};
-  scale.y_bottom = kHeight - kBottom;
-  scale.y_height = kHeight - kTop - kBottom;
+  scale.time = TimeScale{kMemoryLeft, kMemoryWidth - kMemoryLeft - kMemoryRight, std::max<int64_t>(1, span_ms)};
+  scale.y_bottom = kMemoryHeight - kMemoryBottom;
+  scale.y_height = kMemoryHeight - kMemoryTop - kMemoryBottom;
   // A build that used a sliver of its budget is drawn to its own scale; a flat line at the bottom of a
   // chart sized for the budget would show nothing.
   const bool budget_on_chart = budget > 0 && highest * 4 >= static_cast<double>(budget);
   scale.max_bytes = std::max({highest, budget_on_chart ? static_cast<double>(budget) : 0.0, 1.0 * kMiB}) * 1.08;
 
-  Svg svg(kWidth, kHeight, "Memory used by the build's jobs over time, against the budget");
+  Svg svg(kMemoryWidth, kMemoryHeight, "Memory used by the build's jobs over time, against the budget");
   svg.Raw(
       "<defs><pattern id=\"hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" "
       "patternTransform=\"rotate(45)\"><line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" class=\"hatch\"/></pattern></defs>\n",
       3);
   const uint64_t unit = AxisUnit(static_cast<uint64_t>(scale.max_bytes));
   DrawBytesAxis(&svg, scale, unit);
-  DrawTimeAxis(&svg, scale.time, kTop, scale.y_bottom, true);
+  DrawTimeAxis(&svg, scale.time, kMemoryTop, scale.y_bottom, true);
 
   const uint64_t reserve = std::min(timeline.facts().reserve_bytes, budget);
   if (budget_on_chart && reserve > 0) {
-    svg.Rect(kLeft, scale.Y(static_cast<double>(budget)), scale.time.width,
+    svg.Rect(kMemoryLeft, scale.Y(static_cast<double>(budget)), scale.time.width,
              scale.Y(static_cast<double>(budget - reserve)) - scale.Y(static_cast<double>(budget)),
              "class=\"reserve\" " + Tip("reserve: " + FormatBytes(reserve) + " kept free below the budget"));
   }
@@ -186,14 +186,14 @@ Chart MemoryChart(const BuildTimeline& timeline, int64_t span_ms) {
   svg.Polyline(used, "class=\"used\"");
 
   if (budget > 0 && !budget_on_chart) {
-    svg.Text(kWidth - kRight - 4, kTop + 10, "budget " + FormatBytes(budget) + " (far above this scale)",
+    svg.Text(kMemoryWidth - kMemoryRight - 4, kMemoryTop + 10, "budget " + FormatBytes(budget) + " (far above this scale)",
              "class=\"budget-label\" text-anchor=\"end\"");
   } else if (budget > 0) {
     const double y = scale.Y(static_cast<double>(budget));
-    svg.Line(kLeft, y, kWidth - kRight, y, "class=\"budget\"");
-    svg.Text(kWidth - kRight - 4, y - 6, "budget " + FormatBytes(budget), "class=\"budget-label\" text-anchor=\"end\"");
+    svg.Line(kMemoryLeft, y, kMemoryWidth - kMemoryRight, y, "class=\"budget\"");
+    svg.Text(kMemoryWidth - kMemoryRight - 4, y - 6, "budget " + FormatBytes(budget), "class=\"budget-label\" text-anchor=\"end\"");
   }
-  svg.Line(kLeft, scale.y_bottom, kWidth - kRight, scale.y_bottom, "class=\"baseline\"");
+  svg.Line(kMemoryLeft, scale.y_bottom, kMemoryWidth - kMemoryRight, scale.y_bottom, "class=\"baseline\"");
 
   chart.legend += LegendItem("background:transparent;border-top:2px solid #1f2937;height:0;margin-top:6px",
                              "in use (all jobs)");

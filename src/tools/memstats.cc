@@ -108,7 +108,7 @@ std::vector<EdgeRow> StoreRows(const UserStore& store) {
   return rows;
 }
 
-std::string Seconds(int64_t ms) { return fmt::format("{:.1f}s", static_cast<double>(ms) / 1000.0); }
+std::string TenthsOfSeconds(int64_t ms) { return fmt::format("{:.1f}s", static_cast<double>(ms) / 1000.0); }
 
 // Where in its run the last run was still below 90 % of its peak ("at 45%"), or "-" without a curve.
 std::string NinetyPercentAt(const RiseCurve& rise) {
@@ -122,7 +122,7 @@ void PrintEdgeRows(const std::vector<EdgeRow>& edges) {
          "measured", "output");
   for (const EdgeRow& row : edges) {
     printf("  %10s  %10s  %9s  %11s  %4zu  %6zu  %-8s  %s\n", FormatBytes(row.peak).c_str(),
-           FormatBytes(row.last_peak).c_str(), Seconds(row.last_duration_ms).c_str(),
+           FormatBytes(row.last_peak).c_str(), TenthsOfSeconds(row.last_duration_ms).c_str(),
            NinetyPercentAt(row.last_rise).c_str(), row.runs, row.killed, row.method, row.output.c_str());
   }
 }
@@ -152,7 +152,7 @@ void PrintFamiliesText(const std::vector<FamilyStats>& families) {
   printf("  %10s  %10s  %9s  %5s  %7s  %s\n", "max", "p90", "mean dur", "jobs", "classes", "family");
   for (const FamilyStats& family : families) {
     printf("  %10s  %10s  %9s  %5llu  %7zu  %s\n", FormatBytes(family.max_peak).c_str(),
-           FormatBytes(family.high_peak).c_str(), Seconds(family.mean_duration_ms).c_str(),
+           FormatBytes(family.high_peak).c_str(), TenthsOfSeconds(family.mean_duration_ms).c_str(),
            static_cast<unsigned long long>(family.completed), family.classes, family.key.c_str());
   }
 }
@@ -177,7 +177,7 @@ void PrintText(const std::vector<EdgeRow>& edges, const std::vector<const ClassS
   printf("  %10s  %10s  %9s  %5s  %6s  %s\n", "max", "p90", "mean dur", "jobs", "killed", "class");
   for (const ClassStats* stats : classes) {
     printf("  %10s  %10s  %9s  %5llu  %6llu  %s\n", FormatBytes(stats->max_peak()).c_str(),
-           FormatBytes(stats->PeakQuantile(0.9)).c_str(), Seconds(stats->MeanDurationMs()).c_str(),
+           FormatBytes(stats->PeakQuantile(0.9)).c_str(), TenthsOfSeconds(stats->MeanDurationMs()).c_str(),
            static_cast<unsigned long long>(stats->completed()), static_cast<unsigned long long>(stats->killed()),
            stats->key().c_str());
   }

@@ -249,7 +249,7 @@ sim::EstimatorFactory MakeEstimatorFactory(const ToolContext& context) {
   };
 }
 
-std::string Seconds(int64_t ms) {
+std::string WallText(int64_t ms) {
   const double s = static_cast<double>(ms) / 1000.0;
   if (s >= 3600) return fmt::format("{}h{:02}m", static_cast<int>(s / 3600), static_cast<int>(s / 60) % 60);
   if (s >= 600) return fmt::format("{}m{:02}s", static_cast<int>(s / 60), static_cast<int>(s) % 60);
@@ -273,9 +273,9 @@ std::string CoresText(double cores) { return fmt::format("{:g} CPU{}", cores, co
 std::string OutcomeText(const ShapeOutcome& run, const std::vector<PlanJob>& jobs) {
   if (!run.completed) {
     std::string failed = run.failed.empty() ? "" : " (" + jobs[run.failed.front()].output + " cannot fit)";
-    return "would FAIL after " + Seconds(run.wall_ms) + failed;
+    return "would FAIL after " + WallText(run.wall_ms) + failed;
   }
-  std::string text = "wall " + Seconds(run.wall_ms) + ", peak " + FormatBytes(run.peak_bytes);
+  std::string text = "wall " + WallText(run.wall_ms) + ", peak " + FormatBytes(run.peak_bytes);
   if (run.shape.budget > 0) {
     text += fmt::format(" ({:.0f}% of the budget)", 100.0 * static_cast<double>(run.peak_bytes) /
                                                          static_cast<double>(run.shape.budget));
@@ -305,11 +305,11 @@ void PrintDeadline(const ShapeOutcome& run, size_t jobs, int64_t deadline_ms) {
   const DeadlineVerdict verdict = JudgeDeadline(run, jobs, deadline_ms);
   if (verdict.fits) {
     printf("deadline %s: fits (predicted wall %s, %s to spare)\n", DurationText(deadline_ms).c_str(),
-           Seconds(run.wall_ms).c_str(), DurationText(deadline_ms - run.wall_ms).c_str());
+           WallText(run.wall_ms).c_str(), DurationText(deadline_ms - run.wall_ms).c_str());
   } else {
     printf("deadline %s: does not fit (predicted wall %s); a build with --deadline=%s gets about %.0f%% done "
            "(~%zu/%zu jobs), the next run the rest\n",
-           DurationText(deadline_ms).c_str(), run.completed ? Seconds(run.wall_ms).c_str() : "unknown: it fails",
+           DurationText(deadline_ms).c_str(), run.completed ? WallText(run.wall_ms).c_str() : "unknown: it fails",
            DurationText(deadline_ms).c_str(), 100.0 * verdict.share_done, verdict.jobs_done, jobs);
   }
 }
@@ -320,7 +320,7 @@ void PrintText(const PlanReport& report, const std::vector<PlanJob>& jobs, bool 
          report.estimated, report.priors, report.durations_known);
   if (report.durations_known < jobs.size()) {
     printf(", %zu unknown (each taken as %s)", jobs.size() - report.durations_known,
-           Seconds(report.default_duration_ms).c_str());
+           WallText(report.default_duration_ms).c_str());
   }
   printf("\n");
   const ShapeOutcome& asked = report.requested;
@@ -354,11 +354,11 @@ void PrintText(const PlanReport& report, const std::vector<PlanJob>& jobs, bool 
   if (here.best) {
     const ShapeOutcome& best = here.runs[*here.best];
     printf("recommendation: -j%d --mem-budget=%s (%s", best.shape.jobs, BudgetFlag(best.shape.budget).c_str(),
-           Seconds(best.wall_ms).c_str());
+           WallText(best.wall_ms).c_str());
     // Worth saying only when the asked -j is measurably slower (the fewest -j within 2 % is recommended).
     if (asked.completed && best.shape.jobs != asked.shape.jobs &&
         static_cast<double>(asked.wall_ms) > 1.01 * static_cast<double>(best.wall_ms)) {
-      printf(" against %s at -j%d", Seconds(asked.wall_ms).c_str(), asked.shape.jobs);
+      printf(" against %s at -j%d", WallText(asked.wall_ms).c_str(), asked.shape.jobs);
     } else if (best.shape.jobs < asked.shape.jobs) {
       printf("; -j%d is no faster", asked.shape.jobs);
     }

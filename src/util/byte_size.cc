@@ -3,6 +3,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstdint>
 #include <string>
 
 #include <fmt/format.h>
@@ -121,6 +122,13 @@ std::string FormatBytes(uint64_t bytes) {
   // KiB and MiB read best whole ("512 MiB"); GiB and up need the decimal ("4.2 GiB", "6.0 GiB").
   if (unit < 2) return fmt::format("{:.0f} {}", value, kUnits[unit]);
   return fmt::format("{:.1f} {}", value, kUnits[unit]);
+}
+
+uint64_t ScaleBytes(uint64_t bytes, double factor) {
+  const double scaled = static_cast<double>(bytes) * factor;
+  if (!(scaled > 0)) return 0;
+  if (scaled >= 18446744073709551616.0) return UINT64_MAX;  // 2^64
+  return static_cast<uint64_t>(scaled);
 }
 
 }  // namespace headroom

@@ -18,24 +18,17 @@
 #include "headroom/util/hashes.h"
 #include "headroom/util/disk.h"
 #include "temp_dir.h"
+#include "file_helpers.h"
 
 namespace headroom {
 namespace {
 
+using test_files::ReadBytes;
+using test_files::WriteBytes;
+using test_files::Exists;
+using test_files::Literal;
+
 namespace fs = std::filesystem;
-
-std::string ReadBytes(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  std::stringstream contents;
-  contents << file.rdbuf();
-  return contents.str();
-}
-
-void WriteBytes(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
-
-bool Exists(const std::string& path) { return fs::exists(path); }
 
 // Recompaction's view of the graph: everything is live except the named paths.
 class FakeLiveness : public BuildLog::Liveness {
@@ -64,12 +57,6 @@ class FakeDisk : public DiskInterface {
   ReadStatus ReadFile(const std::string&, std::string*, std::string*) override { return ReadStatus::kNotFound; }
   int RemoveFile(const std::string&) override { return 1; }
 };
-
-EvalString Literal(const std::string& text) {
-  EvalString value;
-  value.AddText(text);
-  return value;
-}
 
 // Builds edges whose rule command is given literally (no $in/$out), as the log only sees the evaluated string.
 class EdgeFactory {

@@ -12,11 +12,11 @@
 namespace headroom {
 namespace {
 
-using testing::FakeProcessRunner;
-using testing::ManualClock;
-using testing::VirtualFileSystem;
+using fakes::FakeProcessRunner;
+using fakes::ManualClock;
+using fakes::VirtualFileSystem;
 
-class RecordingStatus : public testing::NullStatus {
+class RecordingStatus : public fakes::NullStatus {
  public:
   void PlanHasTotalEdges(int total) override { totals.push_back(total); }
   void EdgeAddedToPlan(const Edge*, int64_t) override { totals.push_back(++total); }

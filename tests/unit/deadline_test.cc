@@ -17,9 +17,9 @@
 namespace headroom {
 namespace {
 
-using testing::ManualClock;
-using testing::NullStatus;
-using testing::VirtualFileSystem;
+using fakes::ManualClock;
+using fakes::NullStatus;
+using fakes::VirtualFileSystem;
 
 TEST(DurationTest, ParsesHoursMinutesSecondsLargestFirst) {
   std::string err;

@@ -2,6 +2,7 @@
 // lazy creation, bad headers, recovery from every truncation point and corrupt records, recompaction.
 #include "headroom/logs/deps_log.h"
 #include "temp_dir.h"
+#include "file_helpers.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -14,18 +15,11 @@
 namespace headroom {
 namespace {
 
+using test_files::ReadBytes;
+using test_files::WriteBytes;
+using test_files::Literal;
+
 namespace fs = std::filesystem;
-
-std::string ReadBytes(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  std::stringstream contents;
-  contents << file.rdbuf();
-  return contents.str();
-}
-
-void WriteBytes(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
 
 // ninja 1.13.2 after building `x.o: q.c src/ab.h longer_name.hh` (paths padded by 1, 0 and 2 NULs)
 // and rebuilding after src/ab.h left the depfile: 4 path records, then 2 deps records for x.o.
@@ -318,12 +312,6 @@ TEST(DepsLogQuery, FirstReverseDepsNode) {
   EXPECT_EQ(state.LookupNode("b.o"), log.GetFirstReverseDepsNode(state.LookupNode("b.c")));
   EXPECT_EQ(nullptr, log.GetFirstReverseDepsNode(state.LookupNode("a.o")));
   EXPECT_EQ(nullptr, log.GetFirstReverseDepsNode(state.GetNode("unknown")));
-}
-
-EvalString Literal(const std::string& text) {
-  EvalString value;
-  value.AddText(text);
-  return value;
 }
 
 TEST(DepsLogRecompact, LivenessFollowsTheDepsBinding) {

@@ -79,6 +79,17 @@ TEST(FormatBytesTest, PrintsOneDecimalInTheLargestUnit) {
   EXPECT_EQ(FormatBytes(4 * kGiB + 200 * kMiB), "4.2 GiB");
 }
 
+// The factors come from configuration and history files: the product saturates instead of wrapping or being undefined.
+TEST(ScaleBytesTest, SaturatesAtBothEndsAndTruncatesBetween) {
+  EXPECT_EQ(ScaleBytes(1000, 1.5), 1500u);
+  EXPECT_EQ(ScaleBytes(3, 0.5), 1u);
+  EXPECT_EQ(ScaleBytes(UINT64_MAX, 2.0), UINT64_MAX);
+  EXPECT_EQ(ScaleBytes(UINT64_MAX, 1.0), UINT64_MAX);  // 2^64 as a double, one past the largest integer
+  EXPECT_EQ(ScaleBytes(4 * kGiB, -1.0), 0u);
+  EXPECT_EQ(ScaleBytes(4 * kGiB, std::numeric_limits<double>::quiet_NaN()), 0u);
+  EXPECT_EQ(ScaleBytes(4 * kGiB, std::numeric_limits<double>::infinity()), UINT64_MAX);
+}
+
 TEST(CommandLineTest, SplitsQuotedWordsAndOperators) {
   EXPECT_EQ(SplitShellWords(R"(cc -DX="a b" 'c d' e\ f&&g 2>&1)"),
             (std::vector<std::string>{"cc", "-DX=a b", "c d", "e f", "&&", "g", "2>&1"}));

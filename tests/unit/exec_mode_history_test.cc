@@ -8,6 +8,7 @@
 
 #include "fakes.h"
 #include "headroom/admission/memory_controller.h"
+#include "headroom/util/byte_size.h"
 #include "headroom/build/builder.h"
 #include "headroom/estimator/command_line.h"
 #include "headroom/estimator/estimator.h"
@@ -24,13 +25,12 @@
 namespace headroom {
 namespace {
 
-using testing::ManualClock;
-using testing::VirtualFileSystem;
+using fakes::ManualClock;
+using fakes::VirtualFileSystem;
 
-constexpr uint64_t kMiBytes = 1024ull * 1024;
 
 // The fake runner, reporting every job's ru_maxrss as `max_rss_kb`.
-class MeasuringRunner : public testing::AdjustingRunner {
+class MeasuringRunner : public fakes::AdjustingRunner {
  public:
   using AdjustingRunner::AdjustingRunner;
   int64_t max_rss_kb = 0;
@@ -42,7 +42,7 @@ class MeasuringRunner : public testing::AdjustingRunner {
 class ExecModeHistoryTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const uint64_t total = 8 * 1024 * kMiBytes;
+    const uint64_t total = 8 * 1024 * kMiB;
     fake_.WriteQuietMachine(total);
   }
 
@@ -60,7 +60,7 @@ class ExecModeHistoryTest : public ::testing::Test {
     controller.set_timeline(&timeline_);
     controller.set_exec_mode_hooks({[starts_remote](const Edge*) { return starts_remote; },
                                     [ran_remote](const Edge*) { return ran_remote; },
-                                    [](const Edge*) { return 40 * kMiBytes; }});
+                                    [](const Edge*) { return 40 * kMiB; }});
     BuildConfig config;
     config.parallelism = parallelism;
     Builder builder(&state_, config, &log_, &deps_log_, &fs_, &status_, &clock_);
@@ -100,7 +100,7 @@ class ExecModeHistoryTest : public ::testing::Test {
   BuildLog log_;
   DepsLog deps_log_;
   HistoryStore history_;
-  testing::NullStatus status_;
+  fakes::NullStatus status_;
   BuildTimeline timeline_;
 };
 
@@ -109,7 +109,7 @@ TEST_F(ExecModeHistoryTest, ARemoteJobIsEstimatedFromTheResidualAndLearnedUnderT
   Build(/*starts_remote=*/true, /*ran_remote=*/true);
   const auto& jobs = timeline_.jobs();
   ASSERT_EQ(2u, jobs.size());
-  EXPECT_EQ(40 * kMiBytes, jobs[0].estimate_bytes);  // the farm's residual, not a local g++ -O2 prior
+  EXPECT_EQ(40 * kMiB, jobs[0].estimate_bytes);  // the farm's residual, not a local g++ -O2 prior
   EXPECT_EQ("prior", jobs[0].estimate_source);
   EXPECT_EQ("class history", jobs[1].estimate_source);  // what a.o taught the remote class
   EXPECT_NE(nullptr, history_.FindClass(ExecModeKey(ClassKey(), ExecMode::kRemote)));

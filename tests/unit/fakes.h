@@ -15,7 +15,7 @@
 #include "headroom/util/clock.h"
 #include "headroom/util/disk.h"
 
-namespace headroom::testing {
+namespace headroom::fakes {
 
 // Files with contents and mtimes; the "current time" advances by one on every write.
 class VirtualFileSystem : public DiskInterface {
@@ -202,4 +202,4 @@ class NullStatus : public Status {
   void Error(const std::string&) override {}
 };
 
-}  // namespace headroom::testing
+}  // namespace headroom::fakes

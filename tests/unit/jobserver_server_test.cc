@@ -322,7 +322,7 @@ TEST(JobserverServerTest, ADirectoryWhosePidLooksDeadIsKeptWhileLockedOrRecent) 
 
 // The Builder with a server: spare -j capacity goes to running jobs as offers, never past -j, and new
 // jobs come first.
-class SlotStatus : public testing::NullStatus {
+class SlotStatus : public fakes::NullStatus {
  public:
 
 };
@@ -337,15 +337,15 @@ class RecordingController : public JobController {
 
 TEST(JobserverServerBuildTest, SpareCapacityIsOfferedToRunningJobsWithinTheCap) {
   State state;
-  testing::VirtualFileSystem fs;
+  fakes::VirtualFileSystem fs;
   ManifestParser parser(&state, &fs);
   std::string err;
   ASSERT_TRUE(parser.ParseTest("rule touch\n  command = touch $out\nbuild a: touch\nbuild b: touch\n"
                                "build all: phony a b\n",
                                &err))
       << err;
-  testing::FakeProcessRunner runner(&fs);
-  testing::ManualClock clock;
+  fakes::FakeProcessRunner runner(&fs);
+  fakes::ManualClock clock;
   BuildConfig config;
   config.parallelism = 5;
   BuildLog log;

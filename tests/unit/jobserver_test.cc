@@ -19,9 +19,9 @@
 namespace headroom {
 namespace {
 
-using testing::FakeProcessRunner;
-using testing::ManualClock;
-using testing::VirtualFileSystem;
+using fakes::FakeProcessRunner;
+using fakes::ManualClock;
+using fakes::VirtualFileSystem;
 
 JobserverConfig Parse(const std::string& makeflags, bool expect_ok = true, std::string* error = nullptr) {
   JobserverConfig config;
@@ -192,7 +192,7 @@ TEST(JobserverClientTest, OpenErrors) {
   EXPECT_EQ("Error opening fifo for reading: No such file or directory", err);
 }
 
-class MessageStatus : public testing::NullStatus {
+class MessageStatus : public fakes::NullStatus {
  public:
   void Info(const std::string& message) override { lines.push_back("info:" + message); }
   void Warning(const std::string& message) override { lines.push_back("warning:" + message); }

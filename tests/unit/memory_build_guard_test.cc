@@ -27,7 +27,6 @@ namespace headroom {
 namespace {
 
 using memory_test::FakeRoot;
-using memory_test::kMiB;
 
 using memory_test::ReadText;
 

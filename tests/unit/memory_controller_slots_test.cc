@@ -13,6 +13,7 @@
 
 #include "fakes.h"
 #include "headroom/admission/memory_controller.h"
+#include "headroom/util/byte_size.h"
 #include "headroom/build/builder.h"
 #include "headroom/estimator/estimator.h"
 #include "headroom/exec/jobserver_server.h"
@@ -28,9 +29,8 @@
 namespace headroom {
 namespace {
 
-constexpr uint64_t kGiBytes = 1024ull * 1024 * 1024;
 
-class SilentStatus : public testing::NullStatus {
+class SilentStatus : public fakes::NullStatus {
  public:
 
 };
@@ -85,7 +85,7 @@ class MemoryControllerSlotsTest : public ::testing::Test {
       all += fmt::format(" o{}", i);
     }
     State state;
-    testing::VirtualFileSystem fs;
+    fakes::VirtualFileSystem fs;
     ManifestParser parser(&state, &fs);
     std::string err;
     EXPECT_TRUE(parser.ParseTest(manifest + all + "\n", &err)) << err;
@@ -104,7 +104,7 @@ class MemoryControllerSlotsTest : public ::testing::Test {
 
     BuildConfig config;
     config.parallelism = parallelism;
-    testing::FakeProcessRunner runner(&fs);
+    fakes::FakeProcessRunner runner(&fs);
     Builder builder(&state, config, &log, &deps_log, &fs, &status, &clock_);
     builder.set_runner(&runner);
     builder.set_job_controller(&controller);
@@ -115,7 +115,7 @@ class MemoryControllerSlotsTest : public ::testing::Test {
   }
 
   memory_test::FakeRoot fake_;
-  testing::ManualClock clock_;
+  fakes::ManualClock clock_;
   std::string temp_;
 };
 
@@ -123,22 +123,22 @@ TEST_F(MemoryControllerSlotsTest, SlotsGoOnlyWhereMemoryCoversThem) {
   // Two 1.5 GiB jobs (below the heavy threshold, so they start together) owe 3 GiB; the reserve is 0.5 GiB.
   // 8 GiB: a slot each (3 + 1.5 + 1.5 + 0.5 <= 8). 5.5 GiB: one (3 + 1.5 + 0.5 fits, a second does not). 4 GiB:
   // none (3 + 0.5 + 1.5 > 4), though both jobs run.
-  EXPECT_EQ(2u, SlotsWhileAllRun(8 * kGiBytes, 2, "1536M", 4));
-  EXPECT_EQ(1u, SlotsWhileAllRun(11 * kGiBytes / 2, 2, "1536M", 4));
-  EXPECT_EQ(0u, SlotsWhileAllRun(4 * kGiBytes, 2, "1536M", 4));
+  EXPECT_EQ(2u, SlotsWhileAllRun(8 * kGiB, 2, "1536M", 4));
+  EXPECT_EQ(1u, SlotsWhileAllRun(11 * kGiB / 2, 2, "1536M", 4));
+  EXPECT_EQ(0u, SlotsWhileAllRun(4 * kGiB, 2, "1536M", 4));
 }
 
 TEST_F(MemoryControllerSlotsTest, AJobWaitingForMemoryComesBeforeSlots) {
   // 8 GiB, reserve 0.5: o0 (1.5 GiB) runs and would get a slot (1.5 + 1.5 + 0.5 <= 8), but o1 (6.5 GiB) waits
   // for memory, and a slot would take what it needs.
-  EXPECT_EQ(1u, SlotsWhileAllRun(8 * kGiBytes, {"1536M"}, 4));
-  EXPECT_EQ(0u, SlotsWhileAllRun(8 * kGiBytes, {"1536M", "6656M"}, 4));
+  EXPECT_EQ(1u, SlotsWhileAllRun(8 * kGiB, {"1536M"}, 4));
+  EXPECT_EQ(0u, SlotsWhileAllRun(8 * kGiB, {"1536M", "6656M"}, 4));
 }
 
 TEST_F(MemoryControllerSlotsTest, TheCpuCapComesFirst) {
   // Plenty of memory, but -j2 with two jobs running leaves nothing to offer.
-  EXPECT_EQ(0u, SlotsWhileAllRun(64 * kGiBytes, 2, "1G", 2));
-  EXPECT_EQ(1u, SlotsWhileAllRun(64 * kGiBytes, 2, "1G", 3));
+  EXPECT_EQ(0u, SlotsWhileAllRun(64 * kGiB, 2, "1G", 2));
+  EXPECT_EQ(1u, SlotsWhileAllRun(64 * kGiB, 2, "1G", 3));
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include "fakes.h"
 #include "headroom/admission/memory_controller.h"
+#include "headroom/util/byte_size.h"
 #include "headroom/build/builder.h"
 #include "headroom/estimator/estimator.h"
 #include "headroom/history/history_store.h"
@@ -29,15 +30,14 @@
 namespace headroom {
 namespace {
 
-using testing::FakeProcessRunner;
-using testing::ManualClock;
-using testing::VirtualFileSystem;
+using fakes::FakeProcessRunner;
+using fakes::ManualClock;
+using fakes::VirtualFileSystem;
 
-constexpr uint64_t kGiBytes = 1024ull * 1024 * 1024;
 
 // The fake runner, plus what a real one reports about memory: every job's ru_maxrss, and an OOM kill of
 // the first run of chosen outputs (SIGKILL while the system OOM counter rises).
-class MeasuringRunner : public testing::AdjustingRunner {
+class MeasuringRunner : public fakes::AdjustingRunner {
  public:
   MeasuringRunner(VirtualFileSystem* fs, memory_test::FakeRoot* root) : AdjustingRunner(fs), root_(root) {}
 
@@ -58,7 +58,7 @@ class MeasuringRunner : public testing::AdjustingRunner {
   int system_oom_kills_ = 0;
 };
 
-class QuietStatus : public testing::NullStatus {
+class QuietStatus : public fakes::NullStatus {
  public:
   void UpdateMemory(const MemoryStatus& memory) override {
     last_memory = memory;
@@ -126,10 +126,10 @@ class MemoryControllerTest : public ::testing::Test {
 };
 
 TEST_F(MemoryControllerTest, HoldsTheBudgetWhereParallelismWouldNot) {
-  SetUpMachine(8 * kGiBytes);
+  SetUpMachine(8 * kGiB);
   // 1.5 GiB each, 8 GiB machine, 512 MiB reserve: five fit at once, -j8 would start six.
   Build(6, "1536M", 8);
-  EXPECT_EQ(8 * kGiBytes, budget_);
+  EXPECT_EQ(8 * kGiB, budget_);
   EXPECT_EQ(5u, runner_.max_running);
   EXPECT_EQ(6u, runner_.commands_run.size());
 }
@@ -137,7 +137,7 @@ TEST_F(MemoryControllerTest, HoldsTheBudgetWhereParallelismWouldNot) {
 // A walk over the ready queue stops after MemoryController::kWaitingWindow refusals: edges beyond it are not
 // described, so a cold build with thousands of ready jobs keeps no state for each of them.
 TEST_F(MemoryControllerTest, AWalkLooksAtNoMoreThanAWindowOfWaitingEdges) {
-  SetUpMachine(8 * kGiBytes);
+  SetUpMachine(8 * kGiB);
   Build(400, "1536M", 400);  // five fit at once
   EXPECT_EQ(5u, runner_.max_running);
   EXPECT_EQ(400u, runner_.commands_run.size());
@@ -146,21 +146,21 @@ TEST_F(MemoryControllerTest, AWalkLooksAtNoMoreThanAWindowOfWaitingEdges) {
 }
 
 TEST_F(MemoryControllerTest, MemBudgetFlagBinds) {
-  SetUpMachine(8 * kGiBytes);
-  memory_.budget_bytes = 3 * kGiBytes;
+  SetUpMachine(8 * kGiB);
+  memory_.budget_bytes = 3 * kGiB;
   Build(6, "1G", 8);
-  EXPECT_EQ(3 * kGiBytes, budget_);
+  EXPECT_EQ(3 * kGiB, budget_);
   EXPECT_EQ(2u, runner_.max_running);
 }
 
 TEST_F(MemoryControllerTest, LightJobsRunAtFullParallelism) {
-  SetUpMachine(8 * kGiBytes);
+  SetUpMachine(8 * kGiB);
   Build(12, "64M", 8);
   EXPECT_EQ(8u, runner_.max_running);
 }
 
 TEST_F(MemoryControllerTest, AJobLargerThanTheBudgetStillRunsAloneWithAWarning) {
-  SetUpMachine(2 * kGiBytes);
+  SetUpMachine(2 * kGiB);
   Build(2, "4G", 4);
   EXPECT_EQ(1u, runner_.max_running);
   EXPECT_EQ(2u, runner_.commands_run.size());
@@ -169,14 +169,14 @@ TEST_F(MemoryControllerTest, AJobLargerThanTheBudgetStillRunsAloneWithAWarning) 
 }
 
 TEST_F(MemoryControllerTest, FinishedJobsAreLearned) {
-  SetUpMachine(8 * kGiBytes);
+  SetUpMachine(8 * kGiB);
   Build(3, "64M", 4);
   EXPECT_EQ(3u, history_.edge_count());
   EXPECT_NE(nullptr, history_.FindEdge("o0", log_.HashCommand("touch o0")));
 }
 
 TEST_F(MemoryControllerTest, WaitingEdgesFollowTheClassHistoryLearnedDuringTheBuild) {
-  SetUpMachine(8 * kGiBytes);
+  SetUpMachine(8 * kGiB);
   runner_.max_rss_kb = 3 * 1024 * 1024;  // every touch job turns out to need 3 GiB.
   Build(3, "", 1);
   const auto& jobs = timeline_.jobs();
@@ -184,7 +184,7 @@ TEST_F(MemoryControllerTest, WaitingEdgesFollowTheClassHistoryLearnedDuringTheBu
   // All three were estimated before anything ran (critical path); only the first had to go on the prior.
   EXPECT_EQ("prior", jobs[0].estimate_source);
   EXPECT_EQ(256ull << 20, jobs[0].estimate_bytes);
-  const uint64_t class_estimate = static_cast<uint64_t>(3.0 * kGiBytes * 1.15);  // p90 of 1 job x1.15
+  const uint64_t class_estimate = static_cast<uint64_t>(3.0 * kGiB * 1.15);  // p90 of 1 job x1.15
   for (size_t i = 1; i < jobs.size(); ++i) {
     EXPECT_EQ("class history", jobs[i].estimate_source) << jobs[i].output;
     EXPECT_EQ(class_estimate, jobs[i].estimate_bytes) << jobs[i].output;
@@ -192,7 +192,7 @@ TEST_F(MemoryControllerTest, WaitingEdgesFollowTheClassHistoryLearnedDuringTheBu
 }
 
 TEST_F(MemoryControllerTest, AnOomRequeuesRaisedEstimateOutlivesLaterClassHistory) {
-  SetUpMachine(8 * kGiBytes);
+  SetUpMachine(8 * kGiB);
   runner_.max_rss_kb = 2 * 1024 * 1024;
   runner_.oom_kill_once = {"touch o0"};
   Build(3, "", 1);
@@ -203,7 +203,7 @@ TEST_F(MemoryControllerTest, AnOomRequeuesRaisedEstimateOutlivesLaterClassHistor
   // The retry needs at least 1.5 x the 2 GiB it was killed at, although finished jobs of its class say 2.3 GiB.
   auto retry = std::find_if(jobs.begin() + 1, jobs.end(), [](const TimelineJob& j) { return j.output == "o0"; });
   ASSERT_NE(retry, jobs.end());
-  EXPECT_GE(retry->estimate_bytes, 3 * kGiBytes);
+  EXPECT_GE(retry->estimate_bytes, 3 * kGiB);
   EXPECT_EQ("ok", retry->outcome);
 }
 
@@ -234,34 +234,34 @@ class MemoryControllerLedgerTest : public MemoryControllerTest {
 };
 
 TEST_F(MemoryControllerLedgerTest, WhatAnotherBuildStillOwesIsNotPlannedOn) {
-  SetUpMachine(8 * kGiBytes);
+  SetUpMachine(8 * kGiB);
   // 8 GiB, the other build's jobs will still grow by 3 GiB, 512 MiB reserve: three 1.5 GiB jobs fit, not five.
-  auto other = OtherBuild(3 * kGiBytes, "/");
+  auto other = OtherBuild(3 * kGiB, "/");
   Build(6, "1536M", 8);
   EXPECT_EQ(3u, runner_.max_running);
   EXPECT_EQ(6u, runner_.commands_run.size());
   EXPECT_EQ(1, decisions_.other_builds_most);
-  EXPECT_EQ(3 * kGiBytes, decisions_.others_owed_most);
+  EXPECT_EQ(3 * kGiB, decisions_.others_owed_most);
   EXPECT_EQ("", decisions_.ledger);
 }
 
 TEST_F(MemoryControllerLedgerTest, WhereTheMachineBindsEveryBuildCountsWhereverItLives) {
-  SetUpMachine(8 * kGiBytes);  // no cgroup limit: the machine's memory binds this build
-  auto other = OtherBuild(3 * kGiBytes, "");  // a build that did not say where its jobs live
+  SetUpMachine(8 * kGiB);  // no cgroup limit: the machine's memory binds this build
+  auto other = OtherBuild(3 * kGiB, "");  // a build that did not say where its jobs live
   Build(6, "1536M", 8);
   EXPECT_EQ(3u, runner_.max_running);
 }
 
 TEST_F(MemoryControllerLedgerTest, ADeadBuildsReservationsVanish) {
-  SetUpMachine(8 * kGiBytes);
-  OtherBuild(3 * kGiBytes, "/");  // closed at once, as a build that ended or died
+  SetUpMachine(8 * kGiB);
+  OtherBuild(3 * kGiB, "/");  // closed at once, as a build that ended or died
   Build(6, "1536M", 8);
   EXPECT_EQ(5u, runner_.max_running);
   EXPECT_EQ(0, decisions_.other_builds_most);
 }
 
 TEST_F(MemoryControllerLedgerTest, EveryJobIsToldWhichOuterJobItRunsIn) {
-  SetUpMachine(8 * kGiBytes);
+  SetUpMachine(8 * kGiB);
   Build(2, "64M", 2);
   ASSERT_EQ(2u, runner_.environments.size());
   for (size_t i = 0; i < 2; ++i) {
@@ -272,11 +272,11 @@ TEST_F(MemoryControllerLedgerTest, EveryJobIsToldWhichOuterJobItRunsIn) {
 }
 
 TEST_F(MemoryControllerLedgerTest, ANestedBuildIsCountedOnceThroughItsJob) {
-  SetUpMachine(8 * kGiBytes);
+  SetUpMachine(8 * kGiB);
   // The first job (meter key 1, running to the end) runs a headroom build that still owes 3 GiB: that job counts
   // as 3 GiB, not its 1.5 GiB estimate plus 3 GiB for another build (three at once), nor 1.5 GiB alone (five).
   // 8 - 3 - 0.5 reserve leaves room for three more 1.5 GiB jobs beside it.
-  auto nested = OtherBuild(3 * kGiBytes, "/", ThisBuildId(), 1);
+  auto nested = OtherBuild(3 * kGiB, "/", ThisBuildId(), 1);
   runner_.finish_newest_first = true;
   Build(6, "1536M", 8);
   EXPECT_EQ(4u, runner_.max_running);
@@ -286,8 +286,8 @@ TEST_F(MemoryControllerLedgerTest, ANestedBuildIsCountedOnceThroughItsJob) {
 // With none of its own jobs running, a build whose job does not fit beside another build's running jobs waits for
 // them (polling, as the builder does for IdleRetryMs) rather than start it over budget; it starts once they end.
 TEST_F(MemoryControllerLedgerTest, WithNothingOfItsOwnRunningABuildWaitsForAnotherBuildsJobs) {
-  SetUpMachine(4 * kGiBytes);
-  auto other = OtherBuild(3 * kGiBytes, "/");  // its jobs will still grow by 3 GiB: 1 GiB is left here
+  SetUpMachine(4 * kGiB);
+  auto other = OtherBuild(3 * kGiB, "/");  // its jobs will still grow by 3 GiB: 1 GiB is left here
   int idle_waits = 0;
   uint64_t published_waiting = 0;
   runner_.on_idle_wait = [&]() {
@@ -300,7 +300,7 @@ TEST_F(MemoryControllerLedgerTest, WithNothingOfItsOwnRunningABuildWaitsForAnoth
   };
   Build(1, "2G", 4);
   EXPECT_EQ(3, idle_waits);
-  EXPECT_EQ(2 * kGiBytes, published_waiting);  // it asked the other build to leave its job's 2 GiB free
+  EXPECT_EQ(2 * kGiB, published_waiting);  // it asked the other build to leave its job's 2 GiB free
   EXPECT_EQ(1u, runner_.commands_run.size());
   EXPECT_EQ(0, decisions_.over_budget_starts);
   EXPECT_EQ(1, decisions_.jobs_waited);
@@ -309,11 +309,11 @@ TEST_F(MemoryControllerLedgerTest, WithNothingOfItsOwnRunningABuildWaitsForAnoth
 // Another build waits for memory with nothing of its own running: what its next job needs is left free for it, so
 // that this build does not take every byte its jobs give back before that build's poll can.
 TEST_F(MemoryControllerLedgerTest, AnotherBuildsWaitingHeadIsLeftRoom) {
-  SetUpMachine(8 * kGiBytes);
+  SetUpMachine(8 * kGiB);
   LedgerEntry waiting;
   waiting.id = "waiting-1";
   waiting.cgroup = "/";
-  waiting.waiting_bytes = 3 * kGiBytes;
+  waiting.waiting_bytes = 3 * kGiB;
   auto other = OpenEntry(waiting);
   Build(6, "1536M", 8);
   EXPECT_EQ(3u, runner_.max_running);  // 8 - 3 - 0.5 reserve: three 1.5 GiB jobs
@@ -322,12 +322,12 @@ TEST_F(MemoryControllerLedgerTest, AnotherBuildsWaitingHeadIsLeftRoom) {
 // A build run as a job of another: the outer build's waiting head may wait for this very job to end (it must run
 // alone), and what the outer build holds includes this build, so neither holds this build back.
 TEST_F(MemoryControllerLedgerTest, ANestedBuildIsNotHeldBackByItsOuterBuildsWaitingHead) {
-  SetUpMachine(8 * kGiBytes);
+  SetUpMachine(8 * kGiB);
   LedgerEntry outer_entry;
   outer_entry.id = "outer-1";
   outer_entry.cgroup = "/";
-  outer_entry.used_bytes = 1 * kGiBytes;
-  outer_entry.waiting_bytes = 6 * kGiBytes;
+  outer_entry.used_bytes = 1 * kGiB;
+  outer_entry.waiting_bytes = 6 * kGiB;
   auto outer = OpenEntry(outer_entry);
   setenv("HEADROOM_OUTER_JOB", "outer-1:3", 1);
   runner_.on_idle_wait = [&]() { clock_.now_ms += 200; };  // were it held back, its idle wait would run out
@@ -339,7 +339,7 @@ TEST_F(MemoryControllerLedgerTest, ANestedBuildIsNotHeldBackByItsOuterBuildsWait
 
 TEST_F(MemoryControllerLedgerTest, WithoutALedgerDirectoryJobsGetNoOuterJobVariable) {
   ledger_dir_.clear();
-  SetUpMachine(8 * kGiBytes);
+  SetUpMachine(8 * kGiB);
   Build(1, "64M", 1);
   ASSERT_EQ(1u, runner_.environments.size());
   EXPECT_TRUE(runner_.environments[0].empty());

@@ -23,9 +23,9 @@
 namespace headroom {
 namespace {
 
-using testing::FakeProcessRunner;
-using testing::ManualClock;
-using testing::VirtualFileSystem;
+using fakes::FakeProcessRunner;
+using fakes::ManualClock;
+using fakes::VirtualFileSystem;
 
 // One run of a command: how it exits, what it prints, and whether the build group hit its limit meanwhile.
 struct ScriptedRun {
@@ -35,7 +35,7 @@ struct ScriptedRun {
 };
 
 // The fake runner, with each command's runs scripted in order (runs past the script succeed quietly).
-class ScriptedRunner : public testing::AdjustingRunner {
+class ScriptedRunner : public fakes::AdjustingRunner {
  public:
   ScriptedRunner(VirtualFileSystem* fs, memory_test::FakeRoot* root) : AdjustingRunner(fs), root_(root) {}
 
@@ -58,7 +58,7 @@ class ScriptedRunner : public testing::AdjustingRunner {
   int failcnt_ = 0;
 };
 
-class RecordingStatus : public testing::NullStatus {
+class RecordingStatus : public fakes::NullStatus {
  public:
   void BuildEdgeFinished(Edge* edge, int64_t, int64_t, bool success, int, const std::string& output) override {
     finished.push_back({edge->outputs[0]->path, success, output});

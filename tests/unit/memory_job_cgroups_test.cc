@@ -15,17 +15,14 @@
 #include "headroom/memory/job_meter.h"
 #include "headroom/memory/memory_probe.h"
 #include "memory_test_support.h"
+#include "file_helpers.h"
 
 namespace headroom {
 namespace {
 
-using memory_test::FakeRoot;
-using memory_test::kMiB;
+using test_files::Exists;
 
-bool Exists(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0;
-}
+using memory_test::FakeRoot;
 
 using memory_test::ReadText;
 

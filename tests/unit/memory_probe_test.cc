@@ -1,6 +1,7 @@
 // Tests for MemoryProbe and PressureWindow over fake /proc and /sys trees: v1, v2, hybrid, cgroup
 // namespaces, ancestors' limits, memory.high, missing and malformed files, and the PSI window.
 #include "headroom/memory/memory_probe.h"
+#include "headroom/util/byte_size.h"
 
 #include <chrono>
 #include <cstdio>
@@ -15,9 +16,7 @@ namespace headroom {
 namespace {
 
 using memory_test::FakeRoot;
-using memory_test::kMiB;
 
-constexpr uint64_t kGiB = 1024 * kMiB;
 constexpr const char* kPsiQuiet = "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
                                   "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n";
 constexpr const char* kV1NoLimit = "9223372036854771712\n";

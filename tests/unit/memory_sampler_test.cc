@@ -17,7 +17,6 @@ namespace headroom {
 namespace {
 
 using memory_test::FakeRoot;
-using memory_test::kMiB;
 
 void WriteFakeProcess(const FakeRoot& fake, int pid, const std::string& comm, int pgid, uint64_t resident_pages) {
   fake.Write(fmt::format("proc/{}/stat", pid), fmt::format("{} ({}) S 1 {} {} 0 -1 0", pid, comm, pgid, pgid));

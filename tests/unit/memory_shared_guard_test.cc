@@ -20,19 +20,16 @@
 #include "headroom/memory/memory_parsers.h"
 #include "headroom/memory/memory_probe.h"
 #include "memory_test_support.h"
+#include "file_helpers.h"
 
 namespace headroom {
 namespace {
 
+using test_files::Exists;
+
 using memory_test::FakeRoot;
-using memory_test::kMiB;
 
 using memory_test::ReadText;
-
-bool Exists(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0;
-}
 
 // A pid no process has: a child that has exited and been reaped.
 pid_t DeadPid() {

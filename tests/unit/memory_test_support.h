@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "headroom/exec/process_runner.h"
+#include "headroom/util/byte_size.h"
 #include "headroom/memory/job_meter.h"
 #include "headroom/memory/kernel_file.h"
 #include "headroom/memory/memory_probe.h"
@@ -32,8 +33,6 @@ namespace headroom::memory_test {
       GTEST_SKIP() << (why);                                       \
     }                                                              \
   } while (0)
-
-inline constexpr uint64_t kMiB = 1024 * 1024;
 
 // A temp directory standing in for "/" (proc/..., sys/fs/cgroup/...).
 class FakeRoot {

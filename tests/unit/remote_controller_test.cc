@@ -17,10 +17,10 @@
 namespace headroom {
 namespace {
 
-using testing::ManualClock;
-using testing::VirtualFileSystem;
+using fakes::ManualClock;
+using fakes::VirtualFileSystem;
 
-class RecordingStatus : public testing::NullStatus {
+class RecordingStatus : public fakes::NullStatus {
  public:
   void Warning(const std::string& message) override { warnings.push_back(message); }
   std::vector<std::string> warnings;

@@ -14,6 +14,7 @@
 
 #include "fakes.h"
 #include "headroom/admission/memory_controller.h"
+#include "headroom/util/byte_size.h"
 #include "headroom/build/builder.h"
 #include "headroom/estimator/estimator.h"
 #include "headroom/history/history_store.h"
@@ -29,10 +30,9 @@
 namespace headroom {
 namespace {
 
-using testing::ManualClock;
-using testing::VirtualFileSystem;
+using fakes::ManualClock;
+using fakes::VirtualFileSystem;
 
-constexpr uint64_t kGiBytes = 1024ull * 1024 * 1024;
 
 struct ReplayJob {
   std::string hint;  // $headroom_mem: the estimate both sides start from
@@ -45,7 +45,7 @@ using Start = std::pair<int64_t, std::string>;
 
 // Runs each job for its scripted duration on a manual clock: a wait moves the clock to the next job's end and
 // finishes every job that ends then (what the simulator's tick does for jobs whose durations are whole ticks).
-class ScriptedRunner : public testing::FakeProcessRunner {
+class ScriptedRunner : public fakes::FakeProcessRunner {
  public:
   ScriptedRunner(VirtualFileSystem* fs, ManualClock* clock, std::map<std::string, int64_t> durations)
       : FakeProcessRunner(fs), fs_(fs), clock_(clock), durations_(std::move(durations)) {}
@@ -125,7 +125,7 @@ Decisions RunBuild(const std::vector<ReplayJob>& jobs, uint64_t total, int paral
   Estimator estimator(&history, {});
   BuildLog log;
   DepsLog deps_log;
-  testing::NullStatus status;
+  fakes::NullStatus status;
   MemoryConfig memory;
   MemoryController controller({&probe, &meter, &estimator, &log, &status, &clock, ""}, memory, false);
   BuildConfig config;
@@ -196,7 +196,7 @@ TEST(ReplayTest, BuildAndSimulatorStartTheSameJobsAtTheSameTimes) {
   jobs.push_back({"2G", 300, {0, 1}});
   jobs.push_back({"5G", 500, {10}});
   jobs.push_back({"1G", 100, {11, 4}});
-  ExpectSameDecisions(jobs, 8 * kGiBytes, 4, 100);
+  ExpectSameDecisions(jobs, 8 * kGiB, 4, 100);
 }
 
 TEST(ReplayTest, ABigJobThatWaitsForTheRoomOfManySmallOnes) {
@@ -204,12 +204,12 @@ TEST(ReplayTest, ABigJobThatWaitsForTheRoomOfManySmallOnes) {
   for (int i = 0; i < 8; ++i) jobs.push_back({"700M", 300 + 100 * (i % 3), {}});
   jobs.push_back({"6G", 600, {}});
   for (int i = 0; i < 5; ++i) jobs.push_back({"1500M", 200, {8}});
-  ExpectSameDecisions(jobs, 8 * kGiBytes, 8, 100);
+  ExpectSameDecisions(jobs, 8 * kGiB, 8, 100);
 }
 
 TEST(ReplayTest, AJobOverTheBudgetRunsAloneOnBothSides) {
   std::vector<ReplayJob> jobs = {{"2G", 300, {}}, {"12G", 500, {}}, {"2G", 200, {}}, {"3G", 400, {1}}};
-  ExpectSameDecisions(jobs, 8 * kGiBytes, 4, 100);
+  ExpectSameDecisions(jobs, 8 * kGiB, 4, 100);
 }
 
 }  // namespace

@@ -479,7 +479,7 @@ TEST(ReportTest, FiveThousandJobsStayWithinBounds) {
 
 // ---- writing the files ----
 
-class CollectingStatus : public testing::NullStatus {
+class CollectingStatus : public fakes::NullStatus {
  public:
   void Info(const std::string& message) override { infos.push_back(message); }
   void Warning(const std::string& message) override { warnings.push_back(message); }

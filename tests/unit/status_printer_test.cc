@@ -2,6 +2,7 @@
 // lock, FAILED blocks, ANSI stripping, -d explain and the memory field. Expected bytes were observed
 // from ninja 1.13.2 driven on a pty (TERM=xterm) and through a pipe with the same edges and timings.
 #include "headroom/status/status_printer.h"
+#include "headroom/util/byte_size.h"
 
 #include <gtest/gtest.h>
 
@@ -637,7 +638,6 @@ TEST_F(StatusPrinterTest, MessagesKeepOrderWhenStreamsShareATerminal) {
 
 // ---- Memory field ------------------------------------------------------------------------------
 
-constexpr uint64_t kGiB = 1024ull * 1024 * 1024;
 
 TEST_F(StatusPrinterTest, MemoryFieldAppearsOnSmartTerminalOnly) {
   StatusPrinter& printer = MakePrinter(kPty);

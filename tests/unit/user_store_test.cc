@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "headroom/estimator/command_line.h"
+#include "headroom/util/byte_size.h"
 #include "headroom/estimator/estimator.h"
 #include "headroom/history/history_store.h"
 #include "headroom/history/portable_key.h"
@@ -28,7 +29,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr int64_t kNow = 1'800'000'000;
-constexpr uint64_t kMiB = 1024 * 1024;
 
 HistoryRecord Rec(uint64_t peak, int64_t ms = 100) { return {peak, ms, PeakMethod::kCgroup, JobOutcome::kCompleted}; }
 

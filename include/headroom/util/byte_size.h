@@ -35,6 +35,10 @@ std::optional<BudgetSpec> ParseBudget(std::string_view text, std::string* error)
 // Human-readable size: "900 B", "512 MiB", "4.2 GiB", "6.0 GiB" (one decimal from GiB up). Used in every reason and message.
 std::string FormatBytes(uint64_t bytes);
 
+// bytes × factor, saturated at 0 and UINT64_MAX (a NaN gives 0): converting a double at or above 2^64 to an integer is
+// undefined, and the factors come from configuration and history files.
+uint64_t ScaleBytes(uint64_t bytes, double factor);
+
 inline constexpr uint64_t kKiB = 1024;
 inline constexpr uint64_t kMiB = 1024 * kKiB;
 inline constexpr uint64_t kGiB = 1024 * kMiB;
