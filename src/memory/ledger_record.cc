@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "headroom/memory/build_ledger.h"
+#include "headroom/util/digits.h"
 
 namespace headroom {
 namespace {
@@ -30,13 +31,6 @@ std::string PercentEncode(std::string_view text) {
   return out;
 }
 
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 bool PercentDecode(std::string_view text, std::string* out) {
   out->clear();
   for (size_t i = 0; i < text.size(); ++i) {
@@ -45,9 +39,9 @@ bool PercentDecode(std::string_view text, std::string* out) {
       continue;
     }
     if (i + 2 >= text.size()) return false;
-    const int high = HexDigit(text[i + 1]), low = HexDigit(text[i + 2]);
-    if (high < 0 || low < 0) return false;
-    *out += static_cast<char>(high * 16 + low);
+    uint64_t byte = 0;
+    if (!ParseDigits(text.substr(i + 1, 2), 16, 2, &byte)) return false;
+    *out += static_cast<char>(byte);
     i += 2;
   }
   return true;
