@@ -42,6 +42,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt_update
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
+# distccd runs only compilers linked in /usr/lib/distcc. dpkg may configure distcc before gcc and g++ make /usr/bin/cc and
+# c++ (one apt call on a fresh machine), and then those links are missing: distccd refuses every `c++` job.
+if command -v update-distcc-symlinks >/dev/null && [ ! -e /usr/lib/distcc/c++ ]; then
+  $sudo_cmd update-distcc-symlinks >/dev/null
+fi
 
 # The reference ninja the differential tests compare against, the test runner, and the tools scripts/build-wheel.sh
 # builds the portable wheel with (zig c++ for glibc 2.17, auditwheel; same pins as there), and the sccache-dist farm.

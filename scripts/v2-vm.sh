@@ -54,7 +54,7 @@ case "$cgroup" in v1|v2) ;; *) echo "v2-vm: --cgroup takes v1 or v2, not $cgroup
 # No recommends: qemu-system-x86's (a GUI, ffmpeg...) are ~140 packages vng does not need. INITRD=No: the Debian
 # kernel's own initramfs is never used (vng builds one of its own with busybox and the kernel's modules), and making it
 # costs about a minute per generation on a fresh machine.
-debian_packages=(qemu-system-x86 linux-image-amd64 busybox-static)
+debian_packages=(qemu-system-x86 linux-image-amd64 busybox-static file)  # file: vng runs `file -L` on the kernel
 missing=()
 for package in "${debian_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -98,6 +98,12 @@ def build_example(tmp_path: Path, python: Path, shim: Path, cuda: bool) -> tuple
     if cuda:
         env["HEADROOM_EXAMPLE_EXTENSIONS"] = "cuda"
         env = common.with_nvcc(env, common.nvcc_path())
+        # torch's CUDA headers include cusparse.h and cublas headers, which PyPI's nvcc packages do not carry; pip's
+        # torch brings them (nvidia/cu13/include in its venv), and a pip-only CUDA setup finds them there.
+        venv = Path(python).absolute().parent.parent
+        includes = sorted(venv.glob("lib/python3*/site-packages/nvidia/cu[0-9]*/include"))
+        if includes:
+            env["CPATH"] = os.pathsep.join([str(includes[-1])] + ([env["CPATH"]] if env.get("CPATH") else []))
     r = subprocess.run([python, "setup.py", "build_ext", "--inplace"], cwd=work, env=env, capture_output=True,
                        text=True, timeout=1500)
     log = r.stdout + r.stderr

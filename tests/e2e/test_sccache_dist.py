@@ -171,7 +171,10 @@ def configure(source: Path, build: Path, env: dict):
     subprocess.run(["cmake", "-G", "Ninja", "-S", str(source), "-B", str(build),
                     "-DCMAKE_MAKE_PROGRAM=" + harness.reference_binary(), "-DCMAKE_CUDA_COMPILER_LAUNCHER=sccache"],
                    check=True, capture_output=True, env=env, timeout=300)
-    assert "sccache " in (build / "CMakeFiles" / "rules.ninja").read_text()
+    # CMake up to 3.30 writes the launcher into rules.ninja; 3.31 on writes `LAUNCHER = sccache ` per target in
+    # build.ninja and `${LAUNCHER}` in the rule.
+    generated = (build / "CMakeFiles" / "rules.ninja").read_text() + (build / "build.ninja").read_text()
+    assert re.search(r"(^|[ =])sccache ", generated, re.M), "the CUDA launcher is not in the generated ninja files"
 
 
 def box_peak_bytes(box) -> int:
