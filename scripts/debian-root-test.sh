@@ -12,7 +12,8 @@
 #   --reuse keep the existing root and clone (rerun in place)
 #   --cmd   run this instead of the two commands (in /work/headroom inside the root), e.g. --cmd 'scripts/test.sh'
 #           or --cmd 'ctest --test-dir build -R NAME --output-on-failure'
-# Mounts (proc; sys and dev rbinds made rslave; a tmpfs /run) are undone on exit and checked against /proc/mounts.
+# Mounts (the root bound onto itself; proc; sys and dev rbinds made rslave; a tmpfs /run) are undone on exit and
+# checked against /proc/mounts.
 set -uo pipefail
 
 repo="${REPO:-$(cd "$(dirname "$0")/.." && pwd)}"
@@ -87,6 +88,9 @@ fi
 
 trap 'cleanup 2>&1 | tee -a "$log"' EXIT
 trap 'exit 130' INT TERM
+# The root is made a mount point of its own first: pivot_root needs one, and inside / is then a mount as on a real
+# machine (sccache-dist's build server makes / a slave mount for its sandbox).
+mount --bind "$root" "$root" && mount --make-rslave "$root"
 mount -t proc proc "$root/proc"
 mount --rbind /sys "$root/sys" && mount --make-rslave "$root/sys"
 mount --rbind /dev "$root/dev" && mount --make-rslave "$root/dev"
@@ -98,8 +102,15 @@ cp -L /etc/resolv.conf "$root/etc/resolv.conf"
 inner=(/usr/bin/env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin TERM=dumb CI=1
        LANG=C.UTF-8 /bin/bash -c "cd /work/headroom && $cmd")
 t0=$SECONDS
-echo "=== running in $root (chroot, Debian $suite): $cmd ($(date -Is))" | tee -a "$log"
-chroot "$root" "${inner[@]}" </dev/null 2>&1 | tee -a "$log"
+echo "=== running in $root (pivot_root, Debian $suite): $cmd ($(date -Is))" | tee -a "$log"
+# Entered with pivot_root in private mount and pid namespaces, not chroot: a chrooted process may not create user
+# namespaces (bubblewrap, which sccache-dist's build server sandboxes compiles with, needs them), and anything a test
+# leaves running ends with the namespace. The namespace's own /proc shows its pids.
+unshare --mount --propagation private --pid --fork -- /bin/bash -c '
+  set -e; cd "$1"; shift
+  mkdir -p .oldroot; pivot_root . .oldroot; cd /; umount -l /.oldroot; rmdir /.oldroot
+  mount -t proc proc /proc
+  exec "$@"' _ "$root" "${inner[@]}" </dev/null 2>&1 | tee -a "$log"
 rc=${PIPESTATUS[0]}
 echo "=== exit $rc, wall $((SECONDS - t0)) s ($(date -Is))" | tee -a "$log"
 exit $rc
