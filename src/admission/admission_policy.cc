@@ -15,7 +15,6 @@ namespace {
 
 uint64_t SaturatingSub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
 
-
 AdmissionDecision Admit(std::string reason, bool over_budget = false) {
   return {true, WaitKind::kNone, over_budget, std::move(reason)};
 }
@@ -54,7 +53,7 @@ void MemoryTrack::Observe(RunningJob* job, uint64_t rss, int64_t now_ms) {
   job->rss = rss;
   // Measured from the level of the last noticeable growth, not from the previous sample: a slow steady
   // ramp (an 8 GiB job climbing for a minute grows < 1% per sample) must not look like a plateau.
-  uint64_t noise = static_cast<uint64_t>(static_cast<double>(job->growth_mark) * kGrowthFraction);
+  uint64_t noise = ScaleBytes(job->growth_mark, kGrowthFraction);
   if (rss > job->growth_mark + noise) {
     job->last_growth_ms = now_ms;
     job->growth_mark = rss;
@@ -64,7 +63,7 @@ void MemoryTrack::Observe(RunningJob* job, uint64_t rss, int64_t now_ms) {
   // "owes" stays positive and admission stops counting on memory it is about to take.
   if (rss > job->predicted_peak) {
     job->overran = true;
-    job->predicted_peak = static_cast<uint64_t>(static_cast<double>(rss) * kOverrunFactor);
+    job->predicted_peak = ScaleBytes(rss, kOverrunFactor);
   }
 }
 
@@ -80,7 +79,8 @@ uint64_t AdmissionPolicy::Reserve(uint64_t budget) const {
   // budget: a flat 512 MiB would take a third of a 1.5 GiB container and serialise its build.
   // Under the guard a smaller one will do (see kGuardedReserveFraction).
   if (config_.guarded) {
-    uint64_t floor = std::min(config_.guarded_reserve_floor, ScaleBytes(budget, config_.guarded_reserve_floor_max_fraction));
+    uint64_t floor =
+        std::min(config_.guarded_reserve_floor, ScaleBytes(budget, config_.guarded_reserve_floor_max_fraction));
     return std::max(ScaleBytes(budget, config_.guarded_reserve_fraction), floor);
   }
   uint64_t floor = std::min(config_.reserve_floor, ScaleBytes(budget, config_.reserve_floor_max_fraction));

@@ -55,7 +55,7 @@ MemoryController::MemoryController(Parts parts, const MemoryConfig& config, bool
   MemoryReading first = parts_.probe->Read(parts_.clock->NowMs());
   if (config_.budget_fraction > 0 && first.limit_bytes > 0) {
     // "--mem-budget=80%" is a share of what the machine or cgroup allows, fixed for this build.
-    config_.budget_bytes = static_cast<uint64_t>(config_.budget_fraction * static_cast<double>(first.limit_bytes));
+    config_.budget_bytes = ScaleBytes(first.limit_bytes, config_.budget_fraction);
     core_.Configure(MakeAdmissionConfig(config_));
   }
   core_.set_budget_bytes(core_.policy().Budget(first));

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "headroom/util/byte_size.h"
+
 namespace headroom {
 namespace {
 
@@ -91,8 +93,7 @@ RequeueDecision DecideRequeue(int failures, uint64_t observed_peak, uint64_t pre
 
 RequeueDecision DecideRequeue(int failures, uint64_t observed_peak, uint64_t previous_estimate, uint64_t budget,
                               MemoryFailureKind kind, const RequeueConfig& config) {
-  uint64_t raised = std::max(previous_estimate,
-                             static_cast<uint64_t>(static_cast<double>(observed_peak) * config.raise_factor));
+  uint64_t raised = std::max(previous_estimate, ScaleBytes(observed_peak, config.raise_factor));
   const char* how = kind == MemoryFailureKind::kKernelOomKill  ? "OOM-killed"
                     : kind == MemoryFailureKind::kHeadroomKill ? "killed to save memory"
                                                                : "failed at the build's memory limit";

@@ -77,6 +77,14 @@ bool IsSafeId(std::string_view id) {
   });
 }
 
+// The four figures an entry claims, as the ledger publishes them (each at most kMaxLedgerClaimBytes).
+void CopyClampedClaims(const LedgerEntry& from, LedgerEntry* to) {
+  to->owed_bytes = ClampLedgerClaim(from.owed_bytes);
+  to->used_bytes = ClampLedgerClaim(from.used_bytes);
+  to->budget_bytes = ClampLedgerClaim(from.budget_bytes);
+  to->waiting_bytes = ClampLedgerClaim(from.waiting_bytes);
+}
+
 // ---- the directory ----
 
 // Refuses a directory another user could use to remove or replace our entries, or that someone other than root
@@ -272,10 +280,7 @@ std::unique_ptr<BuildLedger> BuildLedger::Open(const std::string& dir, const Led
   if (entry.id.empty()) entry.id = ThisBuildId();
   if (entry.pid <= 0) entry.pid = getpid();
   entry.uid = static_cast<uint32_t>(geteuid());
-  entry.owed_bytes = ClampLedgerClaim(entry.owed_bytes);
-  entry.used_bytes = ClampLedgerClaim(entry.used_bytes);
-  entry.budget_bytes = ClampLedgerClaim(entry.budget_bytes);
-  entry.waiting_bytes = ClampLedgerClaim(entry.waiting_bytes);
+  CopyClampedClaims(entry, &entry);
   if (entry.updated_ms <= 0) entry.updated_ms = MonotonicMs();
   if (!IsSafeId(entry.id)) {
     *err = fmt::format("build id '{}' cannot name a ledger entry", entry.id.substr(0, 200));
@@ -326,10 +331,7 @@ BuildLedger::~BuildLedger() {
 
 bool BuildLedger::Publish(const LedgerEntry& self) {
   LedgerEntry next = self_;
-  next.owed_bytes = ClampLedgerClaim(self.owed_bytes);
-  next.used_bytes = ClampLedgerClaim(self.used_bytes);
-  next.budget_bytes = ClampLedgerClaim(self.budget_bytes);
-  next.waiting_bytes = ClampLedgerClaim(self.waiting_bytes);
+  CopyClampedClaims(self, &next);
   if (next.owed_bytes == self_.owed_bytes && next.used_bytes == self_.used_bytes &&
       next.budget_bytes == self_.budget_bytes && next.waiting_bytes == self_.waiting_bytes) {
     return true;

@@ -186,12 +186,13 @@ Chart MemoryChart(const BuildTimeline& timeline, int64_t span_ms) {
   svg.Polyline(used, "class=\"used\"");
 
   if (budget > 0 && !budget_on_chart) {
-    svg.Text(kMemoryWidth - kMemoryRight - 4, kMemoryTop + 10, "budget " + FormatBytes(budget) + " (far above this scale)",
-             "class=\"budget-label\" text-anchor=\"end\"");
+    svg.Text(kMemoryWidth - kMemoryRight - 4, kMemoryTop + 10,
+             "budget " + FormatBytes(budget) + " (far above this scale)", "class=\"budget-label\" text-anchor=\"end\"");
   } else if (budget > 0) {
     const double y = scale.Y(static_cast<double>(budget));
     svg.Line(kMemoryLeft, y, kMemoryWidth - kMemoryRight, y, "class=\"budget\"");
-    svg.Text(kMemoryWidth - kMemoryRight - 4, y - 6, "budget " + FormatBytes(budget), "class=\"budget-label\" text-anchor=\"end\"");
+    svg.Text(kMemoryWidth - kMemoryRight - 4, y - 6, "budget " + FormatBytes(budget),
+             "class=\"budget-label\" text-anchor=\"end\"");
   }
   svg.Line(kMemoryLeft, scale.y_bottom, kMemoryWidth - kMemoryRight, scale.y_bottom, "class=\"baseline\"");
 

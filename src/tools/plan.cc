@@ -140,7 +140,7 @@ uint64_t ResolveBudget(const PlanFlags& flags, const MemoryConfig& memory) {
   if (bytes > 0 && fraction <= 0) return bytes;
   MemoryProbe probe(MemoryProbeOptions{});
   const uint64_t limit = probe.Read().limit_bytes;
-  return fraction > 0 ? static_cast<uint64_t>(fraction * static_cast<double>(limit)) : limit;
+  return fraction > 0 ? ScaleBytes(limit, fraction) : limit;
 }
 
 // The edges a build of `targets` would run, producers before consumers as the manifest lists them: every

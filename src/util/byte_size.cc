@@ -106,7 +106,7 @@ std::optional<BudgetSpec> ParseBudget(std::string_view text, std::string* error)
 }
 
 uint64_t BudgetSpec::Resolve(uint64_t limit_bytes) const {
-  if (is_fraction()) return static_cast<uint64_t>(static_cast<double>(limit_bytes) * fraction);
+  if (is_fraction()) return ScaleBytes(limit_bytes, fraction);
   return bytes;
 }
 

@@ -244,7 +244,8 @@ def test_cuda_project_compiles_on_the_farm_at_j32_in_a_box_too_small_for_32_loca
     distributed = sum(stats["dist_compiles"].values())
     failed_over = stats["dist_errors"]
     assert distributed + failed_over >= 4 * CU_COUNT, json.dumps(stats)
-    assert failed_over <= MAX_SCCACHE_FAILOVERS, (json.dumps(stats), dist_error_lines(tmp_path / "client" / "client.log"))
+    assert failed_over <= MAX_SCCACHE_FAILOVERS, (json.dumps(stats),
+                                                  dist_error_lines(tmp_path / "client" / "client.log"))
     assert "127.0.0.1:%d" % sccache_farm.server_port in stats["dist_compiles"], stats
     # headroom's remote pool is the farm's CPUs as the scheduler reports them; the .cu jobs were held to it.
     summary = re.search(r"remote: (\d+) jobs ran on the farm \(at most (\d+) at once\), (\d+) fell back to a local "
