@@ -83,6 +83,15 @@ def is_headroom(pid: int) -> bool:
         return False
 
 
+def kill_if_alive(pid: int) -> None:
+    """SIGKILL a task listed in a cgroup a moment ago; one already exiting (a killed watcher on its way out is still
+    listed for a moment) is what the caller wanted anyway."""
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
 def stopped(pid: int) -> bool:
     stat = Path("/proc/%d/stat" % pid).read_text()
     return stat[stat.rindex(")") + 2] in "Tt"
@@ -123,7 +132,7 @@ def test_an_interrupted_or_killed_build_leaves_no_cgroup_behind(tmp_path, box_fa
         wait_until(lambda: not build_group.exists(), "the watcher removed the build's group")
         for pid in box.tasks():
             if not is_headroom(pid):
-                os.kill(pid, signal.SIGKILL)
+                kill_if_alive(pid)
         wait_until(lambda: not box.tasks(), "the orphan and the watcher ended (%s)" % box.tasks())
     wait_until(lambda: leftover_groups(box) == [], "headroom's cgroups are gone (%s)" % leftover_groups(box))
 
@@ -165,7 +174,7 @@ def test_groups_of_a_build_killed_with_its_watcher_are_swept_by_the_next_build(t
             proc.kill()
             proc.wait()
     for pid in box.tasks():  # the orphaned job
-        os.kill(pid, signal.SIGKILL)
+        kill_if_alive(pid)
     stale = shared_group(box) / ("headroom-%d" % proc.pid)
     wait_until(lambda: not box.tasks(), "the orphaned job ended")
     # Normally nothing removed the killed build's group, and the next build must sweep it. Under heavy load (2 of 5
