@@ -13,8 +13,6 @@
 namespace headroom {
 namespace {
 
-uint64_t SaturatingSub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
-
 AdmissionDecision Admit(std::string reason, bool over_budget = false) {
   return {true, WaitKind::kNone, over_budget, std::move(reason)};
 }
@@ -314,6 +312,12 @@ std::string AdmissionPolicy::StaggerWait(std::span<const RunningJob> running, co
   return "";
 }
 
+// Within the build's budget with its reserve, or (a budget below the limit, e.g. --mem-budget) within the limit.
+bool AdmissionPolicy::CouldFitOnceOthersEnd(const MemoryReading& reading, uint64_t budget, uint64_t peak,
+                                            uint64_t reserve) {
+  return SaturatingAdd(peak, reserve) <= budget || peak <= reading.limit_bytes;
+}
+
 AdmissionDecision AdmissionPolicy::Decide(const MemoryReading& reading, std::span<const RunningJob> running,
                                           const Candidate& candidate, int64_t now_ms) const {
   uint64_t budget = Budget(reading);
@@ -333,10 +337,11 @@ AdmissionDecision AdmissionPolicy::Decide(const MemoryReading& reading, std::spa
   if (running.empty()) {
     // Forward progress: with nothing running, waiting cannot free anything...
     if (fits) return Counted(Admit(need), peak);
-    // ...unless other builds sharing this memory run jobs and it would fit once they gave memory back: theirs end,
-    // so the machine progresses, and a start over budget beside them would only make a guard (or the kernel) kill
-    // a job. A job larger than this build's own budget gains nothing from waiting.
-    if (reading.other_builds_busy > 0 && peak + reserve <= budget) {
+    // ...unless other builds sharing this memory run jobs and it could run once they gave memory back: theirs end,
+    // so the machine progresses, and a start beside them would only make a guard (or the kernel) kill a job. That
+    // holds for a job over this build's budget too, as long as it fits the memory limit: it succeeds alone, and
+    // beside them it was killed attempt after attempt. Only a job larger than the limit gains nothing from waiting.
+    if (reading.other_builds_busy > 0 && CouldFitOnceOthersEnd(reading, budget, peak, reserve)) {
       return Wait(WaitKind::kMemory, fmt::format("{}; waiting for {} other headroom build(s) to free memory", need,
                                                  reading.other_builds_busy));
     }

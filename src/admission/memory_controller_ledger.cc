@@ -40,8 +40,6 @@ bool ParseOuterJob(const char* text, std::string* id, int64_t* job) {
   return true;
 }
 
-uint64_t SaturatingAdd(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
-
 }  // namespace
 
 // Where this build's jobs live, as the ledger's readers compare it with the cgroup that binds their memory:

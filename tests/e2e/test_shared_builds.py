@@ -57,11 +57,11 @@ class Holder:
         return subprocess.CompletedProcess(self.proc.args, self.proc.returncode, out.decode(errors="replace"), "")
 
 
-def small_build(tmp_path: Path) -> Path:
+def small_build(tmp_path: Path, estimate: str = "800M") -> Path:
     """Build B: one job estimated at 800 MiB, which fits the 1.5 GiB box alone but not beside build A's 1 GiB."""
     d = tmp_path / "b"
     d.mkdir()
-    (d / "build.ninja").write_text("rule t\n  command = touch $out\nbuild b.out: t\n  headroom_mem = 800M\n")
+    (d / "build.ninja").write_text("rule t\n  command = touch $out\nbuild b.out: t\n  headroom_mem = %s\n" % estimate)
     return d
 
 
@@ -100,3 +100,25 @@ def test_without_the_ledger_the_second_build_does_not_see_the_first(tmp_path, bo
     assert b.returncode == 0, b.stdout + b.stderr
     assert "waiting for memory" not in b.stdout + b.stderr
     assert a.returncode == 0, a.stdout
+
+
+def test_a_job_over_its_builds_budget_waits_for_another_build_too(tmp_path, box_factory):
+    """B's job (1200 MiB) is over B's own budget (--mem-budget=1G) but fits the 1.5 GiB box: alone it runs (over
+    budget), so beside A's running job it waits for A instead of starting where a guard would have to kill it."""
+    box = box_factory(1536 * MiB)
+    env = dict(os.environ, HEADROOM_LEDGER_DIR=str(tmp_path / "ledger"))
+    holder = Holder(tmp_path, box, env)
+    b = box.popen([harness.headroom_binary(), "-j1", "--mem-budget=1G", "-d", "explain"],
+                  cwd=small_build(tmp_path, "1200M"), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    seen = read_until(b.stdout.fileno(), b"waiting for memory", "wait of build B")
+    assert b"waiting for memory" in seen and b.poll() is None, seen
+    assert b"over budget" not in seen, seen
+    a = holder.finish()
+    rest, _ = b.communicate(timeout=DEADLINE_S)
+    b_out = (seen + rest).decode(errors="replace")
+    assert a.returncode == 0, a.stdout
+    assert b.returncode == 0, b_out
+    assert "waiting for 1 other headroom build(s) to free memory" in b_out, b_out
+    assert "over budget" in b_out, b_out  # then, alone, it ran
+    assert (tmp_path / "b" / "b.out").exists()
+    assert box.oom_kills() == 0

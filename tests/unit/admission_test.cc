@@ -130,9 +130,26 @@ TEST(AdmissionTest, WithNothingRunningAHeadThatDoesNotFitWaitsWhileOtherBuildsRu
   EXPECT_EQ(waits.wait, WaitKind::kMemory);
   EXPECT_NE(waits.reason.find("waiting for 2 other headroom build(s) to free memory"), std::string::npos) << waits.reason;
   EXPECT_TRUE(policy.Decide(reading, {}, Cand(2, 2 * kGiB), 0).admit);
-  EXPECT_TRUE(policy.Decide(reading, {}, Cand(3, 9 * kGiB), 0).over_budget);  // larger than the budget: no use waiting
+  EXPECT_TRUE(policy.Decide(reading, {}, Cand(3, 9 * kGiB), 0).over_budget);  // larger than the limit: no use waiting
   reading.other_builds_busy = 0;
   EXPECT_TRUE(policy.Decide(reading, {}, Cand(1, 4 * kGiB), 0).over_budget);
+}
+
+// A job over this build's budget but within the memory limit succeeds alone; beside other builds' jobs a guard
+// killed it attempt after attempt (seen with two builds in a 3 GiB box), so it waits for them like any other.
+TEST(AdmissionTest, WithNothingRunningAHeadOverTheBudgetButWithinTheLimitWaitsForOtherBuilds) {
+  AdmissionPolicy policy({.budget_bytes = 6 * kGiB, .reserve_bytes = 512 * kMiB});
+  MemoryReading reading = Reading(8 * kGiB, 8 * kGiB);
+  reading.other_builds_busy = 1;
+  AdmissionDecision waits = policy.Decide(reading, {}, Cand(1, 7 * kGiB), 0);
+  EXPECT_FALSE(waits.admit);
+  EXPECT_EQ(waits.wait, WaitKind::kMemory);
+  EXPECT_NE(waits.reason.find("waiting for 1 other headroom build(s) to free memory"), std::string::npos)
+      << waits.reason;
+  reading.other_builds_busy = 0;
+  AdmissionDecision alone = policy.Decide(reading, {}, Cand(1, 7 * kGiB), 0);
+  EXPECT_TRUE(alone.admit);
+  EXPECT_TRUE(alone.over_budget);
 }
 
 TEST(AdmissionTest, PressureOrLowAvailabilityStopsAdmission) {

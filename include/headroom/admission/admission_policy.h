@@ -211,6 +211,8 @@ class AdmissionPolicy {
   // min(reading.limit, --mem-budget); 0 when neither is known (memory control off).
   uint64_t Budget(const MemoryReading& reading) const;
   uint64_t Reserve(uint64_t budget) const;
+  // Whether a head that does not fit now could run once other builds' jobs end (see Decide's forward progress).
+  static bool CouldFitOnceOthersEnd(const MemoryReading& reading, uint64_t budget, uint64_t peak, uint64_t reserve);
   // What admission counts for a candidate: its estimate, or for a guess from the command line at most the
   // share of budget - reserve that the prior cap allows (see AdmissionConfig::guarded_prior_cap).
   // `outside` is what the budget holds besides the build's jobs (headroom itself, pip, the rest of a container:

@@ -39,6 +39,11 @@ std::string FormatBytes(uint64_t bytes);
 // undefined, and the factors come from configuration and history files.
 uint64_t ScaleBytes(uint64_t bytes, double factor);
 
+// Sums and differences of byte counts saturated at UINT64_MAX and 0: claims from other builds' ledger entries and
+// history are trusted only this far.
+inline uint64_t SaturatingAdd(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+inline uint64_t SaturatingSub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
+
 inline constexpr uint64_t kKiB = 1024;
 inline constexpr uint64_t kMiB = 1024 * kKiB;
 inline constexpr uint64_t kGiB = 1024 * kMiB;
