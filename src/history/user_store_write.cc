@@ -236,15 +236,16 @@ class UserStore::Merge {
   std::unordered_set<std::string> extra_used_classes_;
 };
 
-bool UserStore::WriteMerged(const Contents* extra, int64_t now_s, std::string* error) {
+bool UserStore::WriteMerged(const Contents* extra, int64_t now_s, WriteMode mode, std::string* error) {
   if (!MakeDirs(dir_, error)) return false;
-  StoreLock lock(dir_ + "/" + kLockName, limits_.lock_wait_ms, error);
+  StoreLock lock(dir_ + "/" + kLockName, mode.lock_wait_ms, error);
   if (!lock.locked()) return false;
   // Every writer holds this lock while its temp file exists: any temp file here now was left by a crash.
   RemoveStaleTempFiles(file_path(), 0, /*all_dead=*/true);
-  // Re-read under the lock: another build may have written since this one loaded. What this build loaded is
-  // let go first (nothing estimates any more once the build writes).
-  ForgetLoaded();
+  // Re-read under the lock: another build may have written since this one loaded. At the end, what this build
+  // loaded is let go first (nothing estimates any more once the build writes). Mid-build it stays: its index and
+  // open file still describe the file it read (renamed over, not changed), enough for estimates.
+  if (!mode.keep_loaded) ForgetLoaded();
   const std::string path = file_path();
   std::unique_ptr<std::FILE, FileCloser> old(std::fopen(path.c_str(), "rb"));
   if (!old && errno != ENOENT) {
@@ -328,7 +329,7 @@ std::string UserStore::Flush(int64_t now_s) {
   std::string error;
   struct stat st;
   const bool created_now = quiet_if_uncreatable_ && stat(dir_.c_str(), &st) != 0;
-  const bool written = WriteMerged(nullptr, now_s, &error);
+  const bool written = WriteMerged(nullptr, now_s, FinalWrite(), &error);
   ForgetPending();
   if (!written) {
     read_only_ = true;
@@ -336,6 +337,18 @@ std::string UserStore::Flush(int64_t now_s) {
     return Warn(fmt::format("headroom store: {}; this build's figures are not kept there", error));
   }
   return "";
+}
+
+// A failure here (the lock held by another build's write, an unwritable directory) keeps the runs for the next try,
+// kEarlyFlushRuns runs later, or for Flush, which waits for the lock and reports what went wrong.
+void UserStore::FlushEarly(int64_t now_s) {
+  std::string error;
+  if (WriteMerged(nullptr, now_s, WriteMode{0, true}, &error)) {
+    ForgetPending();
+    next_early_flush_at_ = kEarlyFlushRuns;
+  } else {
+    next_early_flush_at_ = pending_.size() + kEarlyFlushRuns;
+  }
 }
 
 }  // namespace headroom

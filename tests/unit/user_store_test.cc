@@ -2,7 +2,9 @@
 // concurrent writers, bounds, damage, newer versions, export/import, and the build dir's legacy file migration.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <grp.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -294,6 +296,48 @@ TEST_F(UserStoreTest, ALazyLoadFindsWhatAFullLoadFinds) {
   }
   EXPECT_EQ(lazy.FindEdge(full.EdgeKey("e0.o", "cc g++ .cc")), nullptr);
   EXPECT_EQ(lazy.FindEdge(12345), nullptr);
+}
+
+// A long build writes its runs as they pile up (kEarlyFlushRuns of them, the oldest kEarlyFlushAgeS old), so it holds
+// few in memory and a build killed mid-way keeps what it measured; what it loaded still answers its estimates. A write
+// that would wait for another build's lock is put off, and the runs stay for the next try or the end.
+TEST_F(UserStoreTest, ALongBuildWritesItsRunsAsItGoes) {
+  {
+    UserStore first = Store("/b");
+    first.Record("known.o", "cc g++ .cc", Rec(7 * kMiB), kNow);
+    ASSERT_EQ(first.Flush(kNow), "");
+  }
+  HistoryStore history;
+  UserStore store = Store("/b");
+  store.LoadLazily(&history, [](const std::string& warning) { ADD_FAILURE() << warning; });
+  store.EnsureLoaded();
+  const size_t runs = UserStore::kEarlyFlushRuns;
+  const int64_t later = kNow + UserStore::kEarlyFlushAgeS;
+  for (size_t i = 0; i < runs; ++i) store.Record(fmt::format("e{}.o", i), "cc g++ .cc", Rec(kMiB), kNow);
+  EXPECT_EQ(store.pending_count(), runs);  // enough runs, but none old enough yet
+  store.Record("last.o", "cc g++ .cc", Rec(kMiB), later);
+  EXPECT_EQ(store.pending_count(), 0u);
+  {
+    UserStore reader = Store("/x");
+    ASSERT_EQ(reader.Load(), "");
+    EXPECT_EQ(reader.edge_count(), runs + 2);  // e*, last.o and known.o
+  }
+  const EdgeHistory* known = store.FindEdge(store.EdgeKey("known.o", "cc g++ .cc"));
+  ASSERT_NE(known, nullptr);
+  EXPECT_EQ(known->recent.back().peak_bytes, 7 * kMiB);
+
+  // Another build holds the lock: the runs wait, and the next try comes kEarlyFlushRuns runs later.
+  const int lock_fd = open((fs::path(store_dir_) / UserStore::kLockName).c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(lock_fd, 0);
+  ASSERT_EQ(flock(lock_fd, LOCK_EX), 0);
+  for (size_t i = 0; i < runs + 1; ++i) store.Record(fmt::format("f{}.o", i), "cc g++ .cc", Rec(kMiB), later);
+  store.Record("g.o", "cc g++ .cc", Rec(kMiB), later + UserStore::kEarlyFlushAgeS);
+  EXPECT_EQ(store.pending_count(), runs + 2);
+  close(lock_fd);
+  EXPECT_EQ(store.Flush(later), "");
+  UserStore reader = Store("/x");
+  ASSERT_EQ(reader.Load(), "");
+  EXPECT_EQ(reader.edge_count(), 2 * runs + 4);
 }
 
 // The merge streams the file: an edge the file already names keeps its name without this build keeping a

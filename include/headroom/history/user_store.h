@@ -63,8 +63,13 @@ class UserStore {
   // and family estimates start warm in a new build dir. Returns how many classes were added.
   size_t SeedClasses(HistoryStore* history) const;
 
-  // Notes one finished job of this build; written by Flush.
+  // Notes one finished job of this build; written by Flush, and during the build once it holds kEarlyFlushRuns runs
+  // of which the oldest is kEarlyFlushAgeS old, when the lock is free at once (FlushEarly): a long build then holds
+  // few runs in memory, and one killed mid-way (a CI time limit, an OOM) keeps what it measured. (Each write streams
+  // the whole file, up to 8 MiB: a count alone made a 10,000-job build write five times.)
   void Record(std::string_view output, std::string_view class_key, const HistoryRecord& record, int64_t now_s);
+  static constexpr size_t kEarlyFlushRuns = 2048;
+  static constexpr int64_t kEarlyFlushAgeS = 30;
   // Merges this build's records into the file: under a lock, the file is streamed twice (sizes, then the
   // merged entries written to a temp file), bounded and renamed over, so concurrent builds lose nothing,
   // readers never see half a file and the store is never in memory as a whole.
@@ -135,7 +140,14 @@ class UserStore {
   void LoadNow();
   std::string LoadIndex();
   void ForgetLoaded();
-  bool WriteMerged(const Contents* extra, int64_t now_s, std::string* error);
+  // A mid-build write: no wait for the lock, and what the build loaded stays (it still estimates).
+  struct WriteMode {
+    int lock_wait_ms;
+    bool keep_loaded;
+  };
+  bool WriteMerged(const Contents* extra, int64_t now_s, WriteMode mode, std::string* error);
+  WriteMode FinalWrite() const { return {limits_.lock_wait_ms, false}; }
+  void FlushEarly(int64_t now_s);
 
   std::string dir_;
   PathNormaliser normaliser_;
@@ -151,6 +163,7 @@ class UserStore {
   std::string pending_outputs_;
   std::vector<std::string> pending_class_keys_;
   std::unordered_map<std::string, uint32_t> pending_class_index_;
+  size_t next_early_flush_at_ = kEarlyFlushRuns;  // pending runs; moved on when an early flush could not write
   bool read_only_ = false;  // newer version or unwritable: read, never written
   bool quiet_if_uncreatable_ = false;  // the default location, missing at load
   bool lazy_ = false;
