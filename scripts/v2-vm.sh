@@ -153,6 +153,9 @@ python_dir="$(dirname "$(python3 -c 'import sys; print(sys.executable)')")"
     echo 'for c in memory freezer pids cpu,cpuacct; do mkdir /sys/fs/cgroup/$c/lane && echo $$ > /sys/fs/cgroup/$c/lane/cgroup.procs || exit 125; done'
   fi
   printf 'cd %q || exit 125\n' "$PWD"
+  # The guest mounts fresh, empty file systems over some directories (/var/tmp among them): a command started in one
+  # would find nothing there.
+  printf '[ -n "$(ls -A)" ] || { echo "v2-vm: %s is empty in the guest (a fresh mount there): run from another directory or pass it with --rwdir" >&2; exit 125; }\n' "$PWD"
   printf '%q ' "$@"; echo
   printf 'echo $? > %q/rc\n' "$state"
 } > "$state/inner.sh"
