@@ -109,7 +109,14 @@ void MemoryController::RefreshOtherBuilds(int64_t now) {
     // may be this very job's end (a job that must run alone), so neither may hold this build back.
     const bool outer = !ledger_self_.parent_id.empty() && entry.id == ledger_self_.parent_id;
     if (!outer) others_waiting_ = SaturatingAdd(others_waiting_, entry.waiting_bytes);
-    if (entry.owed_bytes > 0 || (entry.used_bytes > 0 && !outer)) ++other_builds_busy_;
+    if (entry.owed_bytes > 0 || (entry.used_bytes > 0 && !outer)) {
+      ++other_builds_busy_;
+    } else if (!outer && entry.waiting_bytes > 0 && entry.id < ledger_self_.id) {
+      // An idle build whose head waits for memory too. Each would start its job over budget beside the other's
+      // published wait, and the other would then wait behind one job after another: of the two, the lower id goes
+      // first and the other holds back for it (once it runs, it is busy).
+      ++other_builds_busy_;
+    }
   }
   decisions_.other_builds_most = std::max(decisions_.other_builds_most, other_builds_);
   decisions_.others_owed_most = std::max(decisions_.others_owed_most, others_owed_);

@@ -319,6 +319,39 @@ TEST_F(MemoryControllerLedgerTest, AnotherBuildsWaitingHeadIsLeftRoom) {
   EXPECT_EQ(3u, runner_.max_running);  // 8 - 3 - 0.5 reserve: three 1.5 GiB jobs
 }
 
+// Two builds with nothing running, each head waiting for memory the other's published wait holds: the one with the
+// lower ledger id goes first, the other holds back for it instead of starting its job over budget beside that wait.
+// Returns how often this build waited idle before its job started (the other build ends after 3 waits).
+class IdleWaitingBuildsTest : public MemoryControllerLedgerTest {
+ protected:
+  int IdleWaitsBeside(const std::string& other_id) {
+    SetUpMachine(8 * kGiB);
+    LedgerEntry waiting;
+    waiting.id = other_id;
+    waiting.cgroup = "/";
+    waiting.waiting_bytes = 6 * kGiB;
+    auto other = OpenEntry(waiting);
+    int idle_waits = 0;
+    runner_.on_idle_wait = [&]() {
+      if (++idle_waits == 3) other.reset();  // the other build started its job and ended
+      clock_.now_ms += 200;
+    };
+    Build(1, "4G", 4);
+    EXPECT_EQ(1u, runner_.commands_run.size());
+    return idle_waits;
+  }
+};
+
+TEST_F(IdleWaitingBuildsTest, AnIdleBuildHoldsBackForAnotherIdleWaitingBuildWithALowerId) {
+  EXPECT_EQ(3, IdleWaitsBeside("-first"));  // '-' sorts before every id ThisBuildId() makes (digits)
+  EXPECT_EQ(0, decisions_.over_budget_starts);
+}
+
+TEST_F(IdleWaitingBuildsTest, TheIdleWaitingBuildWithTheLowestIdGoesFirst) {
+  EXPECT_EQ(0, IdleWaitsBeside("zlast"));  // 'z' sorts after every id ThisBuildId() makes
+  EXPECT_EQ(1, decisions_.over_budget_starts);
+}
+
 // A build run as a job of another: the outer build's waiting head may wait for this very job to end (it must run
 // alone), and what the outer build holds includes this build, so neither holds this build back.
 TEST_F(MemoryControllerLedgerTest, ANestedBuildIsNotHeldBackByItsOuterBuildsWaitingHead) {
