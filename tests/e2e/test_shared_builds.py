@@ -65,20 +65,28 @@ def small_build(tmp_path: Path, estimate: str = "800M") -> Path:
     return d
 
 
-def test_a_build_waits_for_what_another_build_still_owes(tmp_path, box_factory):
-    box = box_factory(1536 * MiB)
+def b_waits_beside_a(tmp_path: Path, box, flags: list[str], estimate: str) -> tuple[str, str]:
+    """Build A holds its ~1 GiB job; build B (`-j1 -d explain` plus `flags`, one job estimated at `estimate`) starts
+    beside it and must wait for memory; then A finishes and both succeed. Returns what B printed before A finished,
+    and all it printed."""
     env = dict(os.environ, HEADROOM_LEDGER_DIR=str(tmp_path / "ledger"))
     holder = Holder(tmp_path, box, env)
-    b = box.popen([harness.headroom_binary(), "-j1", "-d", "explain"], cwd=small_build(tmp_path), env=env,
-                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    # Nothing of B's runs, but A runs a job that owes ~1 GiB: B waits for it rather than start over budget.
+    b = box.popen([harness.headroom_binary(), "-j1", *flags, "-d", "explain"], cwd=small_build(tmp_path, estimate),
+                  env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     seen = read_until(b.stdout.fileno(), b"waiting for memory", "wait of build B")
-    assert b.poll() is None, seen
+    assert b"waiting for memory" in seen and b.poll() is None, seen
     a = holder.finish()
     rest, _ = b.communicate(timeout=DEADLINE_S)
     b_out = (seen + rest).decode(errors="replace")
     assert a.returncode == 0, a.stdout
     assert b.returncode == 0, b_out
+    return seen.decode(errors="replace"), b_out
+
+
+def test_a_build_waits_for_what_another_build_still_owes(tmp_path, box_factory):
+    box = box_factory(1536 * MiB)
+    # Nothing of B's runs, but A runs a job that owes ~1 GiB: B waits for it rather than start over budget.
+    _, b_out = b_waits_beside_a(tmp_path, box, [], "800M")
     assert "waiting for 1 other headroom build(s) to free memory" in b_out, b_out
     assert "1 other headroom build reserves" in b_out, b_out
     assert "shared the memory with up to 1 other headroom build" in b_out, b_out
@@ -106,18 +114,8 @@ def test_a_job_over_its_builds_budget_waits_for_another_build_too(tmp_path, box_
     """B's job (1200 MiB) is over B's own budget (--mem-budget=1G) but fits the 1.5 GiB box: alone it runs (over
     budget), so beside A's running job it waits for A instead of starting where a guard would have to kill it."""
     box = box_factory(1536 * MiB)
-    env = dict(os.environ, HEADROOM_LEDGER_DIR=str(tmp_path / "ledger"))
-    holder = Holder(tmp_path, box, env)
-    b = box.popen([harness.headroom_binary(), "-j1", "--mem-budget=1G", "-d", "explain"],
-                  cwd=small_build(tmp_path, "1200M"), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    seen = read_until(b.stdout.fileno(), b"waiting for memory", "wait of build B")
-    assert b"waiting for memory" in seen and b.poll() is None, seen
-    assert b"over budget" not in seen, seen
-    a = holder.finish()
-    rest, _ = b.communicate(timeout=DEADLINE_S)
-    b_out = (seen + rest).decode(errors="replace")
-    assert a.returncode == 0, a.stdout
-    assert b.returncode == 0, b_out
+    seen, b_out = b_waits_beside_a(tmp_path, box, ["--mem-budget=1G"], "1200M")
+    assert "over budget" not in seen, seen
     assert "waiting for 1 other headroom build(s) to free memory" in b_out, b_out
     assert "over budget" in b_out, b_out  # then, alone, it ran
     assert (tmp_path / "b" / "b.out").exists()
