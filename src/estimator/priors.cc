@@ -1,17 +1,16 @@
 // Command-line priors: memory guesses per tool family before any measurement exists.
 #include "headroom/estimator/priors.h"
 
-#include "headroom/util/byte_size.h"
-
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
 
 #include <fmt/format.h>
 
+#include "headroom/util/byte_size.h"
+
 namespace headroom {
 namespace {
-
 
 // Value of a flag given as "-f v", "-f=v" or (for single-letter short flags) "-fv"; empty when absent.
 std::optional<std::string> FlagValue(const std::vector<std::string>& args, size_t* i,
@@ -41,7 +40,6 @@ int ArchListSize(std::string_view list) {
 bool IsAllDigits(std::string_view text) {
   return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return std::isdigit(c); });
 }
-
 
 bool HasArg(const CommandStep& step, std::initializer_list<std::string_view> names) {
   return std::any_of(step.args.begin(), step.args.end(), [&](const std::string& a) {

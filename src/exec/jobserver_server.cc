@@ -25,7 +25,6 @@ namespace {
 constexpr std::string_view kDirPrefix = "headroom-jobserver-";
 constexpr char kToken = '+';
 
-
 // A job's fifo. headroom's descriptor is non-blocking (offers and drains never wait); a kPipe job gets a
 // second, blocking descriptor of the same fifo, so the job's reads wait as make's clients expect.
 class FifoChannel : public TokenChannel {

@@ -83,7 +83,6 @@ bool MakeDirs(const std::string& dir, std::string* error) {
 
 }  // namespace
 
-
 // One merge of the file with this build's runs (and an imported file's entries), walked more than once over
 // the same inputs: for the total size, for each entry's size when over the bound, then to write the kept.
 // Only the runs of this build are in memory, with two sort orders of them; the file is streamed.

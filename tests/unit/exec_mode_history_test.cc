@@ -5,7 +5,6 @@
 
 #include <set>
 
-
 #include "fakes.h"
 #include "headroom/admission/memory_controller.h"
 #include "headroom/util/byte_size.h"
@@ -27,7 +26,6 @@ namespace {
 
 using fakes::ManualClock;
 using fakes::VirtualFileSystem;
-
 
 // The fake runner, reporting every job's ru_maxrss as `max_rss_kb`.
 class MeasuringRunner : public fakes::AdjustingRunner {

@@ -29,7 +29,6 @@
 namespace headroom {
 namespace {
 
-
 class SilentStatus : public fakes::NullStatus {
  public:
 

@@ -34,7 +34,6 @@ using fakes::FakeProcessRunner;
 using fakes::ManualClock;
 using fakes::VirtualFileSystem;
 
-
 // The fake runner, plus what a real one reports about memory: every job's ru_maxrss, and an OOM kill of
 // the first run of chosen outputs (SIGKILL while the system OOM counter rises).
 class MeasuringRunner : public fakes::AdjustingRunner {

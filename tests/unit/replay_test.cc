@@ -33,7 +33,6 @@ namespace {
 using fakes::ManualClock;
 using fakes::VirtualFileSystem;
 
-
 struct ReplayJob {
   std::string hint;  // $headroom_mem: the estimate both sides start from
   int64_t duration_ms;

@@ -638,7 +638,6 @@ TEST_F(StatusPrinterTest, MessagesKeepOrderWhenStreamsShareATerminal) {
 
 // ---- Memory field ------------------------------------------------------------------------------
 
-
 TEST_F(StatusPrinterTest, MemoryFieldAppearsOnSmartTerminalOnly) {
   StatusPrinter& printer = MakePrinter(kPty);
   Edge* edge = AddEdge({"o"}, "touch o", "T o");
