@@ -90,6 +90,15 @@ TEST(ScaleBytesTest, SaturatesAtBothEndsAndTruncatesBetween) {
   EXPECT_EQ(ScaleBytes(4 * kGiB, std::numeric_limits<double>::infinity()), UINT64_MAX);
 }
 
+// Claims read from other builds' ledger entries are summed and subtracted through these.
+TEST(ScaleBytesTest, SumsAndDifferencesSaturate) {
+  EXPECT_EQ(SaturatingAdd(2, 3), 5u);
+  EXPECT_EQ(SaturatingAdd(UINT64_MAX - 1, 2), UINT64_MAX);
+  EXPECT_EQ(SaturatingAdd(UINT64_MAX, UINT64_MAX), UINT64_MAX);
+  EXPECT_EQ(SaturatingSub(5, 3), 2u);
+  EXPECT_EQ(SaturatingSub(3, 5), 0u);
+}
+
 TEST(CommandLineTest, SplitsQuotedWordsAndOperators) {
   EXPECT_EQ(SplitShellWords(R"(cc -DX="a b" 'c d' e\ f&&g 2>&1)"),
             (std::vector<std::string>{"cc", "-DX=a b", "c d", "e f", "&&", "g", "2>&1"}));
