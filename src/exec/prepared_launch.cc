@@ -1,5 +1,6 @@
 // Implements PreparedLaunch: a child cloned onto headroom's memory (CLONE_VM, its own small stack) that joins a
-// cgroup, reports, waits for the go-ahead and execs the job; headroom's side spawns, polls, hands over and discards.
+// cgroup, reports, waits for the go-ahead and execs the job; headroom's side spawns, polls, hands over, keeps what a
+// handed child still reads until its exec, and discards.
 #include "headroom/exec/prepared_launch.h"
 
 #include <dirent.h>
@@ -19,6 +20,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -44,6 +47,12 @@ struct PreparedLaunch::ChildPlan {
   pid_t headroom_pid = -1;
   char** argv = nullptr;
   char** envp = nullptr;
+  // What argv and envp point into, from the hand-over until the child's exec: the command and the overrides are
+  // copied, since the caller's may be gone by then.
+  std::string command;
+  std::vector<std::string> overrides;
+  std::unique_ptr<exec_internal::ShellArgv> shell;
+  std::unique_ptr<exec_internal::JobEnvironment> environment;
 };
 
 namespace {
@@ -89,7 +98,31 @@ long Arg(T value) {
   for (;;) RawSyscall(SYS_exit, code);
 }
 
+// What a failed exec tells the job's output, since headroom no longer waits for it (no libc here: no strerror).
+struct ExecFailureText {
+  int error;
+  const char* line;
+};
+constexpr ExecFailureText kExecFailureTexts[] = {
+    {E2BIG, "headroom: exec /bin/sh: Argument list too long\n"},
+    {ENOMEM, "headroom: exec /bin/sh: Cannot allocate memory\n"},
+    {EAGAIN, "headroom: exec /bin/sh: Resource temporarily unavailable\n"},
+    {ENOENT, "headroom: exec /bin/sh: No such file or directory\n"},
+    {EACCES, "headroom: exec /bin/sh: Permission denied\n"},
+};
+
+void ChildWriteExecFailure(long error) {
+  const char* line = "headroom: exec /bin/sh failed\n";
+  for (const ExecFailureText& text : kExecFailureTexts) {
+    if (text.error == error) line = text.line;
+  }
+  size_t length = 0;
+  while (line[length] != '\0') ++length;
+  RawSyscall(SYS_write, 2, Arg(line), static_cast<long>(length));
+}
+
 [[noreturn]] void ChildFail(const PreparedLaunch::ChildPlan* plan, Stage stage, long result) {
+  if (stage == Stage::kExec) ChildWriteExecFailure(-result);  // its stderr is the job's output by now
   const Report report{stage, static_cast<int32_t>(-result)};
   RawSyscall(SYS_write, plan->control_fd, Arg(&report), sizeof report);
   ChildExit(127);
@@ -261,6 +294,56 @@ void Reap(pid_t pid) {
   }
 }
 
+// A child handed its job but maybe not yet exec'd: it still runs on its stack and reads its plan, so both stay
+// until headroom's end of its socket reads EOF (its copy is close-on-exec, and goes at its exit too).
+struct HandedChild {
+  std::unique_ptr<PreparedLaunch::ChildPlan> plan;
+  void* stack = nullptr;
+  int control_fd = -1;
+};
+
+// Never destroyed: a child may still read its plan while headroom exits.
+std::vector<HandedChild>& HandedChildren() {
+  static auto* children = new std::vector<HandedChild>;
+  return *children;
+}
+
+// Whether the child behind control_fd has exec'd or exited. A failure report comes before the EOF (the child still
+// runs a few instructions on its stack after it), and the failure is already in the job's output.
+bool ChildDone(int control_fd) {
+  Report report;
+  ssize_t n;
+  do {
+    n = ::recv(control_fd, &report, sizeof report, MSG_DONTWAIT);
+  } while (n > 0 || (n < 0 && errno == EINTR));
+  return n == 0 || errno != EAGAIN;
+}
+
+// Lets go of what handed children that have exec'd no longer need: one poll over all of them, no waiting.
+void SweepHandedChildren() {
+  std::vector<HandedChild>& children = HandedChildren();
+  if (children.empty()) return;
+  static std::vector<pollfd> targets;
+  targets.clear();
+  for (const HandedChild& child : children) targets.push_back(pollfd{child.control_fd, POLLIN, 0});
+  int ready;
+  do {
+    ready = ::poll(targets.data(), targets.size(), 0);
+  } while (ready < 0 && errno == EINTR);
+  if (ready <= 0) return;
+  size_t kept = 0;
+  for (size_t i = 0; i < children.size(); ++i) {
+    if (targets[i].revents != 0 && ChildDone(children[i].control_fd)) {
+      ::close(children[i].control_fd);
+      GiveBackStack(children[i].stack);
+      continue;
+    }
+    if (kept != i) children[kept] = std::move(children[i]);
+    ++kept;
+  }
+  children.resize(kept);
+}
+
 }  // namespace
 
 bool PreparedLaunch::Supported() { return kCanRunOnSharedMemory; }
@@ -272,6 +355,7 @@ std::unique_ptr<PreparedLaunch> PreparedLaunch::Start(const std::string& cgroup_
     *err = "prepared launches need x86-64 and a build without sanitizers";
     return nullptr;
   }
+  SweepHandedChildren();
   int sockets[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sockets) != 0) {
     *err = fmt::format("socketpair: {}", std::strerror(errno));
@@ -375,17 +459,42 @@ pid_t PreparedLaunch::Hand(const std::string& command, const std::vector<std::st
     Discard();
     return -1;
   }
-  // Both live on this frame until the exec below has happened, which this call waits for.
-  ShellArgv shell(command);
-  JobEnvironment job_environment(environment);
-  plan_->argv = shell.argv;
-  plan_->envp = job_environment.envp();
+  // The plan keeps the strings argv and envp point into until the exec.
+  plan_->command = command;
+  plan_->overrides = environment;
+  plan_->shell = std::make_unique<exec_internal::ShellArgv>(plan_->command);
+  plan_->environment = std::make_unique<exec_internal::JobEnvironment>(plan_->overrides);
+  plan_->argv = plan_->shell->argv;
+  plan_->envp = plan_->environment->envp();
   const char go = 1;
   if (::send(control_fd_, &go, 1, MSG_NOSIGNAL) != 1) {
     *err = fmt::format("starting the prepared child: {}", std::strerror(errno));
     Discard();
     return -1;
   }
+  if (ExecFailureIsLikely(command, environment) && !WaitForExec(err)) return -1;
+  // The child execs while headroom goes on: waiting here would hold the build loop for the child's wake-up and exec,
+  // which on a busy machine is the larger part of a trivial job's start. What it still reads stays until then.
+  HandedChildren().push_back(HandedChild{std::move(plan_), std::exchange(stack_, nullptr),
+                                         std::exchange(control_fd_, -1)});
+  *output_read_fd = std::exchange(output_read_fd_, -1);
+  state_ = State::kFailed;  // spent
+  return std::exchange(pid_, -1);
+}
+
+// The exec fails with E2BIG once one string passes 128 KiB (MAX_ARG_STRLEN) or all of them a quarter of the stack
+// limit: far above what ordinary jobs pass, so only such a job waits for its exec here and can still be started
+// another way, which reports the error as ninja does.
+bool PreparedLaunch::ExecFailureIsLikely(const std::string& command, const std::vector<std::string>& environment) {
+  constexpr size_t kLargeArgumentBytes = 64 * 1024;
+  size_t bytes = command.size();
+  for (const std::string& assignment : environment) bytes += assignment.size();
+  return bytes >= kLargeArgumentBytes;
+}
+
+// Waits for the exec (EOF on the socket) or the child's failure report. false with *err after a failure: the child
+// is gone and the job must be started another way.
+bool PreparedLaunch::WaitForExec(std::string* err) {
   Report report;
   bool eof = false;
   const bool reported = ReadReport(control_fd_, &report, &eof);
@@ -393,13 +502,9 @@ pid_t PreparedLaunch::Hand(const std::string& command, const std::vector<std::st
     *err = reported ? DescribeFailure(report, plan_->procs_path_storage)
                     : fmt::format("waiting for the prepared child's exec: {}", std::strerror(errno));
     Discard();
-    return -1;
+    return false;
   }
-  ReleaseStack();
-  ::close(std::exchange(control_fd_, -1));
-  *output_read_fd = std::exchange(output_read_fd_, -1);
-  state_ = State::kFailed;  // spent
-  return std::exchange(pid_, -1);
+  return true;
 }
 
 }  // namespace headroom

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <charconv>
@@ -46,6 +47,11 @@ std::vector<std::string> CgroupChildren(const std::string& dir) {
   }
   closedir(handle);
   return children;
+}
+
+bool MayHaveChildCgroups(const std::string& dir) {
+  struct stat st;
+  return stat(dir.c_str(), &st) != 0 || st.st_nlink != 2;
 }
 
 std::vector<pid_t> CgroupTreePids(const std::string& dir) {

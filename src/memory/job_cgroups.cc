@@ -506,8 +506,9 @@ bool JobCgroups::RemoveJob(int job_key, std::string* err) {
   Job* job = Find(job_key);
   if (job == nullptr) return true;
   DiscardPrepared(*job);  // a child the job was never handed to (it started another way, or not at all)
-  // The group's directory is listed once per job end (it is one of the costs every job pays).
-  const std::vector<std::string> children = CgroupChildren(job->dir);
+  // Listed only when its link count says it has child groups: a listing is one of the larger costs of a job's end.
+  const std::vector<std::string> children =
+      MayHaveChildCgroups(job->dir) ? CgroupChildren(job->dir) : std::vector<std::string>{};
   bool has_processes = !CgroupPids(job->dir).empty();
   for (size_t i = 0; i < children.size() && !has_processes; ++i) has_processes = !CgroupTreePids(children[i]).empty();
   if (has_processes) {

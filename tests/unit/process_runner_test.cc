@@ -776,6 +776,51 @@ TEST(PreparedLaunchTest, AJobHandedToAPreparedChildRunsInItsCgroupWithItsEnviron
   EXPECT_EQ(ChildrenOfThisProcess(), children_before);
 }
 
+// Hand does not wait for the exec: what the child still reads must be its own copy, since the caller's command and
+// environment may be gone (and their memory reused) the moment Hand returns. Several in a row also reuse the stacks
+// and plans of children that have exec'd.
+TEST(PreparedLaunchTest, AHandedChildExecsItsOwnCopyOfTheCommandAfterTheCallersIsGone) {
+  for (int round = 0; round < 8; ++round) {
+    START_PREPARED_OR_RETURN("headroom-prepared-copy-", prepared);
+    ASSERT_EQ(prepared.launch->Poll(5'000), PreparedLaunch::State::kReady);
+    auto command = std::make_unique<std::string>(fmt::format("echo \"round {} $HEADROOM_PREPARED_TEST\"", round));
+    auto environment = std::make_unique<std::vector<std::string>>(
+        std::vector<std::string>{fmt::format("HEADROOM_PREPARED_TEST=env{}", round)});
+    int output_read = -1;
+    std::string err;
+    const pid_t pid = prepared.launch->Hand(*command, *environment, 5'000, &output_read, &err);
+    ASSERT_GT(pid, 0) << err;
+    command->assign(command->size(), 'X');  // overwritten and freed before the child may have exec'd
+    (*environment)[0].assign((*environment)[0].size(), 'Y');
+    command.reset();
+    environment.reset();
+    std::string output;
+    char buffer[256];
+    for (ssize_t n; (n = read(output_read, buffer, sizeof buffer)) > 0;) output.append(buffer, static_cast<size_t>(n));
+    close(output_read);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+    EXPECT_EQ(output, fmt::format("round {} env{}\n", round, round));
+    EXPECT_EQ(rmdir(prepared.dir.c_str()), 0) << strerror(errno);
+  }
+}
+
+// A command too long for exec (one string over 128 KiB: E2BIG) is the one a child is waited for: the failure comes
+// back from Hand, and the ordinary launch then reports it as ninja does.
+TEST(PreparedLaunchTest, ACommandTooLongForExecFailsInHandWithTheReason) {
+  const int children_before = ChildrenOfThisProcess();
+  START_PREPARED_OR_RETURN("headroom-prepared-e2big-", prepared);
+  ASSERT_EQ(prepared.launch->Poll(5'000), PreparedLaunch::State::kReady);
+  int output_read = -1;
+  std::string err;
+  EXPECT_EQ(prepared.launch->Hand("echo " + std::string(200 * 1024, 'x'), {}, 5'000, &output_read, &err), -1);
+  EXPECT_NE(err.find("Argument list too long"), std::string::npos) << err;
+  EXPECT_TRUE(PidsInCgroup(prepared.dir).empty());
+  EXPECT_EQ(rmdir(prepared.dir.c_str()), 0) << strerror(errno);
+  EXPECT_EQ(ChildrenOfThisProcess(), children_before);
+}
+
 TEST(PreparedLaunchTest, ADiscardedChildIsReapedAndLeavesItsCgroupEmpty) {
   const int children_before = ChildrenOfThisProcess();
   START_PREPARED_OR_RETURN("headroom-prepared-discard-", prepared);

@@ -30,11 +30,13 @@ class PreparedLaunch {
   enum class State { kJoining, kReady, kFailed };
   // Where the child stands, after waiting up to timeout_ms for it to report (0: not at all).
   State Poll(int timeout_ms = 0);
-  // Hands the job to the child: waits up to timeout_ms for it to be ready, lets it exec `/bin/sh -c command` with
-  // the environment overrides ("NAME=value", as JobStartOptions::environment) and waits for that exec, as the other
-  // launch paths do. Returns its pid (also its process group) with the read end of its output pipe in
+  // Hands the job to the child: waits up to timeout_ms for it to be ready and lets it exec `/bin/sh -c command` with
+  // the environment overrides ("NAME=value", as JobStartOptions::environment). It does not wait for that exec
+  // (what the child still reads is kept until then), except for a command or environment large enough that the exec
+  // may fail with E2BIG. Returns its pid (also its process group) with the read end of its output pipe in
   // *output_read_fd, or -1 with *err; the child is then gone and the job must be started another way (which
-  // reports its own error if, say, the exec fails there too).
+  // reports its own error if, say, the exec fails there too). An exec that fails later says why in the job's output,
+  // and the job exits 127 as a shell's would.
   pid_t Hand(const std::string& command, const std::vector<std::string>& environment, int timeout_ms,
              int* output_read_fd, std::string* err);
   // Kills and reaps the child now: a cgroup that holds it can neither be removed nor given to a job started another
@@ -46,6 +48,8 @@ class PreparedLaunch {
  private:
   PreparedLaunch();
   bool WaitForReport(int timeout_ms);
+  static bool ExecFailureIsLikely(const std::string& command, const std::vector<std::string>& environment);
+  bool WaitForExec(std::string* err);
   void ReleaseStack();
 
   std::unique_ptr<ChildPlan> plan_;

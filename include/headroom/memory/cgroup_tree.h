@@ -22,6 +22,9 @@ std::vector<pid_t> CgroupPids(const std::string& dir);
 // The child groups of a group, and the processes of a group and every group below it.
 std::vector<std::string> CgroupChildren(const std::string& dir);
 std::vector<pid_t> CgroupTreePids(const std::string& dir);
+// Whether `dir` has child groups, from its link count (cgroupfs keeps 2 + its subdirectories there): one stat where
+// CgroupChildren lists the directory. true when it cannot tell (the caller then lists).
+bool MayHaveChildCgroups(const std::string& dir);
 
 // Moves every process of `from` and of every group below it into `to`, pass after pass until a pass finds none:
 // a process that forks while it is moved leaves its child where it was (fork and migration exclude each other in
