@@ -5,15 +5,16 @@
 # one under `perf stat --no-inherit` (task-clock of the tool's own process, its jobs excluded: the per-job cost
 # itself, much steadier than the wall on a shared machine). Medians and ratios to the first tool are printed.
 #
-#   bench/per_job_overhead.sh [-n JOBS] [-j J] [-r REPS] [-o DIR] TOOL...
+#   bench/per_job_overhead.sh [-n JOBS] [-j J] [-r REPS] [-o DIR] [-T] TOOL...
+# -T: GNU time only, no perf run (own CPU then prints 0): for the cgroup v2 VM, whose perf stat never returns.
 #   e.g. bench/per_job_overhead.sh -r 3 $(python3 -c 'import ninja; print(ninja.BIN_DIR)')/ninja build/headroom
 set -euo pipefail
-jobs=10000 j=64 reps=3 out=/dev/shm/per-job-overhead
-while getopts "n:j:r:o:" opt; do
-  case $opt in n) jobs=$OPTARG;; j) j=$OPTARG;; r) reps=$OPTARG;; o) out=$OPTARG;; *) exit 2;; esac
+jobs=10000 j=64 reps=3 out=/dev/shm/per-job-overhead time_only=0
+while getopts "n:j:r:o:T" opt; do
+  case $opt in n) jobs=$OPTARG;; j) j=$OPTARG;; r) reps=$OPTARG;; o) out=$OPTARG;; T) time_only=1;; *) exit 2;; esac
 done
 shift $((OPTIND - 1))
-[ $# -ge 1 ] || { echo "usage: $0 [-n JOBS] [-j J] [-r REPS] [-o DIR] TOOL..." >&2; exit 2; }
+[ $# -ge 1 ] || { echo "usage: $0 [-n JOBS] [-j J] [-r REPS] [-o DIR] [-T] TOOL..." >&2; exit 2; }
 here="$(cd "$(dirname "$0")" && pwd)"
 mkdir -p "$out"
 stub="$out/stub_cc"
@@ -27,9 +28,13 @@ for rep in $(seq "$reps"); do
     name="$(basename "$tool")"
     rm -rf "$out/run" && cp -r "$gen" "$out/run"
     (cd "$out/run" && /usr/bin/time -f "%e %M" -o "$out/time.txt" "$tool" -j"$j" --quiet >/dev/null 2>&1)
-    rm -rf "$out/run" && cp -r "$gen" "$out/run"
-    (cd "$out/run" && perf stat --no-inherit -x, -e task-clock -o "$out/perf.txt" "$tool" -j"$j" --quiet >/dev/null 2>&1)
-    echo "$name $(cat "$out/time.txt") $(grep task-clock "$out/perf.txt" | cut -d, -f1)" | tee -a "$results"
+    own_cpu=0
+    if [ "$time_only" = 0 ]; then
+      rm -rf "$out/run" && cp -r "$gen" "$out/run"
+      (cd "$out/run" && perf stat --no-inherit -x, -e task-clock -o "$out/perf.txt" "$tool" -j"$j" --quiet >/dev/null 2>&1)
+      own_cpu=$(grep task-clock "$out/perf.txt" | cut -d, -f1)
+    fi
+    echo "$name $(cat "$out/time.txt") $own_cpu" | tee -a "$results"
   done
 done
 python3 - "$results" "$@" <<'EOF'
@@ -41,5 +46,6 @@ base = med[names[0]]
 print(f"{'tool':<16}{'wall s':>9}{'RSS MiB':>9}{'own CPU s':>11}   ratios to {names[0]}: wall / RSS / own CPU")
 for n in names:
     w, m, c = med[n]
-    print(f"{n:<16}{w:>9.2f}{m / 1024:>9.1f}{c / 1000:>11.2f}   {w / base[0]:.2f} / {m / base[1]:.2f} / {c / base[2]:.2f}")
+    cpu_ratio = f"{c / base[2]:.2f}" if base[2] else "-"
+    print(f"{n:<16}{w:>9.2f}{m / 1024:>9.1f}{c / 1000:>11.2f}   {w / base[0]:.2f} / {m / base[1]:.2f} / {cpu_ratio}")
 EOF
