@@ -482,9 +482,10 @@ pid_t PreparedLaunch::Hand(const std::string& command, const std::vector<std::st
   return std::exchange(pid_, -1);
 }
 
-// The exec fails with E2BIG once one string passes 128 KiB (MAX_ARG_STRLEN) or all of them a quarter of the stack
-// limit: far above what ordinary jobs pass, so only such a job waits for its exec here and can still be started
-// another way, which reports the error as ninja does.
+// The exec fails with E2BIG once one string passes 128 KiB (MAX_ARG_STRLEN), far above what ordinary jobs pass: only
+// such a job waits for its exec here, and can still be started another way, which reports the error as ninja does.
+// (The other E2BIG, an environment near a quarter of the stack limit, fails every job however it starts; the job's
+// output then says why.)
 bool PreparedLaunch::ExecFailureIsLikely(const std::string& command, const std::vector<std::string>& environment) {
   constexpr size_t kLargeArgumentBytes = 64 * 1024;
   size_t bytes = command.size();
