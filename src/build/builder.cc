@@ -402,6 +402,8 @@ bool Builder::StartEdge(Edge* edge, std::string* err) {
   std::string start_err;
   JobId id = runner_->Start(edge->EvaluateCommand(), options, &start_err);
   if (id < 0) {
+    // ninja names the reason (its "fatal: posix_spawn: Argument list too long") before it stops.
+    if (!start_err.empty()) status_->Error(start_err);
     *err = "command '" + edge->EvaluateCommand() + "' failed.";
     return false;
   }

@@ -78,6 +78,19 @@ def test_truncated_last_log_line_does_not_rebuild_forever(headroom):
     assert r.stdout == "ninja: no work to do.\n"
 
 
+def test_a_command_too_long_to_exec_is_named_and_stops_the_build(headroom):
+    """ninja says "fatal: posix_spawn: Argument list too long" and exits at once; headroom names the same reason and
+    stops the build (with memory control the job's launch is headroom's own, so the wording is exec's)."""
+    ws = headroom
+    ws.write("build.ninja", "rule big\n  command = echo " + "x" * (200 * 1024) + " > $out\nbuild a: big\n")
+    for args in (["-j1"], ["-j1", "--no-memory"]):
+        r = ws.run(*args, stdout="ignore", stderr="ignore")
+        assert r.rc == 1
+        assert "Argument list too long\n" in r.stderr, r.stderr[:300]
+        assert "ninja: build stopped: command 'echo xxx" in r.stdout + r.stderr
+        assert not os.path.exists(ws.path("a"))
+
+
 @pytest.mark.parametrize("args", [["-h"], ["--help"], ["-Z"], ["--bogus-option"], ["-j"], ["-C"]])
 def test_usage_is_ninjas_plus_headroom_section(headroom, e2e_config, args):
     """The usage text is ninja's, followed by headroom's own options."""
