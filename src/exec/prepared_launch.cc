@@ -8,7 +8,6 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -27,7 +26,9 @@
 
 #include <fmt/format.h>
 
+#include "headroom/exec/child_stacks.h"
 #include "job_command.h"
+#include "raw_syscall.h"
 #include "scoped_fd.h"
 
 namespace headroom {
@@ -53,17 +54,20 @@ struct PreparedLaunch::ChildPlan {
   std::vector<std::string> overrides;
   std::unique_ptr<exec_internal::ShellArgv> shell;
   std::unique_ptr<exec_internal::JobEnvironment> environment;
+  int spawned_pid = 0;  // written by the kernel when a resident clones the child (CLONE_PARENT_SETTID)
 };
 
 namespace {
 
 using exec_internal::JobEnvironment;
-using exec_internal::kShareMemoryWithChild;
+using exec_internal::kCanRunOnSharedMemory;
+using exec_internal::RawArg;
+using exec_internal::RawExit;
+using exec_internal::RawJoinCgroup;
+using exec_internal::RawSyscall;
 using exec_internal::MoveAboveStdio;
 using exec_internal::ScopedFd;
 using exec_internal::ShellArgv;
-
-constexpr size_t kChildStackBytes = 64 * 1024;
 
 enum class Stage : int32_t { kReady = 0, kProcessGroup, kRedirectStdio, kCloseDescriptors, kJoinCgroup, kExec };
 
@@ -72,31 +76,6 @@ struct Report {
   Stage stage = Stage::kReady;
   int32_t error = 0;
 };
-
-#if defined(__x86_64__)
-constexpr bool kCanRunOnSharedMemory = kShareMemoryWithChild;
-
-// The child runs beside headroom on the same memory, and with headroom's thread pointer, so it cannot use libc:
-// errno and every other thread-local would be headroom's. It makes system calls directly; results are -errno.
-long RawSyscall(long number, long a1 = 0, long a2 = 0, long a3 = 0, long a4 = 0) {
-  long result;
-  register long r10 asm("r10") = a4;
-  asm volatile("syscall" : "=a"(result) : "a"(number), "D"(a1), "S"(a2), "d"(a3), "r"(r10) : "rcx", "r11", "memory");
-  return result;
-}
-#else
-constexpr bool kCanRunOnSharedMemory = false;
-long RawSyscall(long, long = 0, long = 0, long = 0, long = 0) { return -ENOSYS; }
-#endif
-
-template <typename T>
-long Arg(T value) {
-  return (long)value;  // pointers and descriptors alike, as the kernel takes them
-}
-
-[[noreturn]] void ChildExit(int code) {
-  for (;;) RawSyscall(SYS_exit, code);
-}
 
 // What a failed exec tells the job's output, since headroom no longer waits for it (no libc here: no strerror).
 struct ExecFailureText {
@@ -118,14 +97,14 @@ void ChildWriteExecFailure(long error) {
   }
   size_t length = 0;
   while (line[length] != '\0') ++length;
-  RawSyscall(SYS_write, 2, Arg(line), static_cast<long>(length));
+  RawSyscall(SYS_write, 2, RawArg(line), static_cast<long>(length));
 }
 
 [[noreturn]] void ChildFail(const PreparedLaunch::ChildPlan* plan, Stage stage, long result) {
   if (stage == Stage::kExec) ChildWriteExecFailure(-result);  // its stderr is the job's output by now
   const Report report{stage, static_cast<int32_t>(-result)};
-  RawSyscall(SYS_write, plan->control_fd, Arg(&report), sizeof report);
-  ChildExit(127);
+  RawSyscall(SYS_write, plan->control_fd, RawArg(&report), sizeof report);
+  RawExit(127);
 }
 
 // The kernel's struct sigaction on x86-64 (handler, flags, restorer, mask).
@@ -140,12 +119,12 @@ void ChildResetSignals() {
   const KernelSigaction default_action = {SIG_DFL, 0, nullptr, 0};
   // SIGKILL and SIGSTOP just fail; that is fine.
   for (int sig = 1; sig < NSIG; ++sig) {
-    RawSyscall(SYS_rt_sigaction, sig, Arg(&default_action), 0, sizeof default_action.mask);
+    RawSyscall(SYS_rt_sigaction, sig, RawArg(&default_action), 0, sizeof default_action.mask);
   }
 }
 
 bool ChildRedirectStdio(const PreparedLaunch::ChildPlan* plan, long* result) {
-  long null_fd = RawSyscall(SYS_open, Arg("/dev/null"), O_RDONLY);
+  long null_fd = RawSyscall(SYS_open, RawArg("/dev/null"), O_RDONLY);
   if ((*result = null_fd) < 0) return false;
   if (null_fd != 0) {
     if ((*result = RawSyscall(SYS_dup2, null_fd, 0)) < 0) return false;
@@ -183,14 +162,6 @@ long ChildCloseDescriptors(const PreparedLaunch::ChildPlan* plan) {
   return 0;
 }
 
-long ChildJoinCgroup(const char* procs_path) {
-  long fd = RawSyscall(SYS_open, Arg(procs_path), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return fd;
-  long written = RawSyscall(SYS_write, fd, Arg("0"), 1);  // "0": the writing process
-  RawSyscall(SYS_close, fd);
-  return written;
-}
-
 // The child: all signals blocked (headroom blocked them around the clone) until the job's exec.
 int PreparedChildMain(void* arg) {
   const auto* plan = static_cast<const PreparedLaunch::ChildPlan*>(arg);
@@ -198,23 +169,26 @@ int PreparedChildMain(void* arg) {
   if (long result = RawSyscall(SYS_setpgid, 0, 0); result < 0) ChildFail(plan, Stage::kProcessGroup, result);
   // It must not outlive headroom while it waits; the check covers a headroom that died before the prctl.
   RawSyscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL);
-  if (RawSyscall(SYS_getppid) != plan->headroom_pid) ChildExit(0);
+  if (RawSyscall(SYS_getppid) != plan->headroom_pid) RawExit(0);
   ChildResetSignals();
   long result = 0;
   if (!ChildRedirectStdio(plan, &result)) ChildFail(plan, Stage::kRedirectStdio, result);
   if ((result = ChildCloseDescriptors(plan)) < 0) ChildFail(plan, Stage::kCloseDescriptors, result);
-  if ((result = ChildJoinCgroup(plan->procs_path)) < 0) ChildFail(plan, Stage::kJoinCgroup, result);
+  // One cloned by a resident of the cgroup was born there (procs_path null).
+  if (plan->procs_path != nullptr && (result = RawJoinCgroup(plan->procs_path)) < 0) {
+    ChildFail(plan, Stage::kJoinCgroup, result);
+  }
   const Report ready;
-  RawSyscall(SYS_write, plan->control_fd, Arg(&ready), sizeof ready);
+  RawSyscall(SYS_write, plan->control_fd, RawArg(&ready), sizeof ready);
 
   char go = 0;
-  if (RawSyscall(SYS_read, plan->control_fd, Arg(&go), 1) != 1) ChildExit(0);  // discarded
+  if (RawSyscall(SYS_read, plan->control_fd, RawArg(&go), 1) != 1) RawExit(0);  // discarded
   // A job runs on when headroom dies, as one started the ordinary way does.
   RawSyscall(SYS_prctl, PR_SET_PDEATHSIG, 0);
   const uint64_t empty_mask = 0;
-  RawSyscall(SYS_rt_sigprocmask, SIG_SETMASK, Arg(&empty_mask), 0, sizeof empty_mask);
+  RawSyscall(SYS_rt_sigprocmask, SIG_SETMASK, RawArg(&empty_mask), 0, sizeof empty_mask);
   // Its copy of the socket is close-on-exec: headroom's end reads EOF once the exec has happened.
-  result = RawSyscall(SYS_execve, Arg(plan->argv[0]), Arg(plan->argv), Arg(plan->envp));
+  result = RawSyscall(SYS_execve, RawArg(plan->argv[0]), RawArg(plan->argv), RawArg(plan->envp));
   ChildFail(plan, Stage::kExec, result);
 }
 
@@ -259,34 +233,6 @@ const std::vector<int>& InheritableDescriptors() {
     return found;
   }();
   return fds;
-}
-
-// Stacks of children that have exec'd or been reaped, kept for the next ones: a fresh mapping per launch costs its
-// page faults every time.
-std::vector<void*>& FreeStacks() {
-  static std::vector<void*> stacks;
-  return stacks;
-}
-
-void* AcquireStack() {
-  std::vector<void*>& stacks = FreeStacks();
-  if (!stacks.empty()) {
-    void* stack = stacks.back();
-    stacks.pop_back();
-    return stack;
-  }
-  void* stack = ::mmap(nullptr, kChildStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-  return stack == MAP_FAILED ? nullptr : stack;
-}
-
-void GiveBackStack(void* stack) {
-  constexpr size_t kMaxFreeStacks = 64;
-  std::vector<void*>& stacks = FreeStacks();
-  if (stacks.size() < kMaxFreeStacks) {
-    stacks.push_back(stack);
-  } else {
-    ::munmap(stack, kChildStackBytes);
-  }
 }
 
 void Reap(pid_t pid) {
@@ -335,7 +281,7 @@ void SweepHandedChildren() {
   for (size_t i = 0; i < children.size(); ++i) {
     if (targets[i].revents != 0 && ChildDone(children[i].control_fd)) {
       ::close(children[i].control_fd);
-      GiveBackStack(children[i].stack);
+      GiveBackChildStack(children[i].stack);
       continue;
     }
     if (kept != i) children[kept] = std::move(children[i]);
@@ -350,7 +296,8 @@ bool PreparedLaunch::Supported() { return kCanRunOnSharedMemory; }
 
 PreparedLaunch::PreparedLaunch() : plan_(std::make_unique<ChildPlan>()) {}
 
-std::unique_ptr<PreparedLaunch> PreparedLaunch::Start(const std::string& cgroup_dir, std::string* err) {
+std::unique_ptr<PreparedLaunch> PreparedLaunch::Start(const std::string& cgroup_dir, SpawnResident* resident,
+                                                      std::string* err) {
   if (!Supported()) {
     *err = "prepared launches need x86-64 and a build without sanitizers";
     return nullptr;
@@ -375,23 +322,31 @@ std::unique_ptr<PreparedLaunch> PreparedLaunch::Start(const std::string& cgroup_
     return nullptr;
   }
   std::unique_ptr<PreparedLaunch> launch(new PreparedLaunch());
-  launch->stack_ = AcquireStack();
+  launch->stack_ = AcquireChildStack();
   if (launch->stack_ == nullptr) {
     *err = fmt::format("mmap: {}", std::strerror(errno));
     return nullptr;
   }
   ChildPlan& plan = *launch->plan_;
   plan.procs_path_storage = cgroup_dir + "/cgroup.procs";
-  plan.procs_path = plan.procs_path_storage.c_str();
+  plan.procs_path = resident != nullptr ? nullptr : plan.procs_path_storage.c_str();
   plan.control_fd = child_control.get();
   plan.output_write_fd = output_write.get();
   plan.inheritable_fds = &InheritableDescriptors();
   plan.headroom_pid = ::getpid();
+  if (resident != nullptr) {
+    if (!launch->Spawn(resident, child_control.get(), output_write.get(), err)) return nullptr;
+    child_control.release();  // the resident closes both once the child holds its own
+    output_write.release();
+    launch->control_fd_ = control.release();
+    launch->output_read_fd_ = output_read.release();
+    return launch;
+  }
 
   sigset_t all_signals, saved_mask;
   sigfillset(&all_signals);
   pthread_sigmask(SIG_SETMASK, &all_signals, &saved_mask);
-  pid_t pid = ::clone(PreparedChildMain, static_cast<char*>(launch->stack_) + kChildStackBytes, CLONE_VM | SIGCHLD,
+  pid_t pid = ::clone(PreparedChildMain, launch->stack_, CLONE_VM | SIGCHLD,
                       &plan);
   const int clone_error = errno;
   pthread_sigmask(SIG_SETMASK, &saved_mask, nullptr);
@@ -405,9 +360,42 @@ std::unique_ptr<PreparedLaunch> PreparedLaunch::Start(const std::string& cgroup_
   return launch;  // child_control and output_write close here: the child has its own copies
 }
 
+// Asks the resident to clone the child; the pid is learnt from the kernel's write into the plan (LearnPid).
+bool PreparedLaunch::Spawn(SpawnResident* resident, int child_control_fd, int output_write_fd, std::string* err) {
+  SpawnResident::Request request;
+  request.entry = PreparedChildMain;
+  request.arg = plan_.get();
+  request.stack_top = stack_;
+  request.pid_word = &plan_->spawned_pid;
+  request.close_after[0] = child_control_fd;
+  request.close_after[1] = output_write_fd;
+  if (!resident->Post(request, &spawn_ticket_)) {
+    *err = "the cgroup's spawn resident is gone";
+    return false;
+  }
+  resident_ = resident;
+  pid_ = 0;
+  return true;
+}
+
+// The child's pid, once the resident has cloned it: the kernel writes it before the child runs, so it is there by the
+// child's first report. A failed clone leaves -errno, and the resident closes the child's end of the socket (EOF).
+void PreparedLaunch::LearnPid() {
+  if (resident_ == nullptr || plan_ == nullptr) return;
+  const int pid = __atomic_load_n(&plan_->spawned_pid, __ATOMIC_ACQUIRE);
+  if (pid > 0) pid_ = pid;
+  if (pid < 0) failure_ = fmt::format("the cgroup's spawn resident could not join it or clone the child: {}", std::strerror(-pid));
+  if (resident_->Served(spawn_ticket_)) resident_ = nullptr;
+}
+
 PreparedLaunch::~PreparedLaunch() { Discard(); }
 
 void PreparedLaunch::Discard() {
+  if (resident_ != nullptr) {  // a clone asked for and maybe not made yet: there may be a child to kill after it
+    resident_->WaitServed(spawn_ticket_);
+    LearnPid();
+    resident_ = nullptr;
+  }
   if (pid_ > 0) {
     ::kill(pid_, SIGKILL);
     Reap(pid_);
@@ -422,7 +410,7 @@ void PreparedLaunch::Discard() {
 
 // Only once the child has exec'd or been reaped: until then it runs on this stack.
 void PreparedLaunch::ReleaseStack() {
-  if (stack_ != nullptr) GiveBackStack(stack_);
+  GiveBackChildStack(stack_);
   stack_ = nullptr;
 }
 
@@ -433,11 +421,25 @@ PreparedLaunch::State PreparedLaunch::Poll(int timeout_ms) {
 
 bool PreparedLaunch::WaitForReport(int timeout_ms) {
   if (state_ != State::kJoining) return state_ == State::kReady;
+  // A resident killed before it cloned the child leaves headroom's copy of the child's socket open, so no EOF would
+  // come: while the clone is pending, wait in short steps and look.
+  constexpr int kSpawnCheckMs = 10;
   pollfd target = {control_fd_, POLLIN, 0};
-  int ready;
-  do {
-    ready = ::poll(&target, 1, timeout_ms);
-  } while (ready < 0 && errno == EINTR);
+  int ready = 0;
+  for (int waited = 0;;) {
+    if (resident_ != nullptr && !resident_->Alive()) {
+      resident_->WaitServed(spawn_ticket_);  // closes what the request still held
+      LearnPid();
+      resident_ = nullptr;
+    }
+    const int step = resident_ != nullptr ? std::min(timeout_ms - waited, kSpawnCheckMs) : timeout_ms - waited;
+    do {
+      ready = ::poll(&target, 1, step);
+    } while (ready < 0 && errno == EINTR);
+    waited += step;
+    if (ready != 0 || waited >= timeout_ms) break;
+  }
+  LearnPid();
   if (ready == 0) return false;  // still joining
   Report report;
   bool eof = false;
@@ -479,6 +481,7 @@ pid_t PreparedLaunch::Hand(const std::string& command, const std::vector<std::st
                                          std::exchange(control_fd_, -1)});
   *output_read_fd = std::exchange(output_read_fd_, -1);
   state_ = State::kFailed;  // spent
+  resident_ = nullptr;      // done with the plan: all it does now is close headroom's copies of the child's descriptors
   return std::exchange(pid_, -1);
 }
 

@@ -19,6 +19,7 @@
 
 #include <fmt/format.h>
 
+#include "headroom/exec/spawn_resident.h"
 #include "headroom/memory/memory_parsers.h"
 #include "headroom/util/byte_size.h"
 
@@ -49,14 +50,20 @@ void ContinueTasks(const std::string& dir) {
 }
 
 // When a job began: the start (clock ticks since boot, /proc/<pid>/stat field 22) of the oldest process in its
-// group or below it, comparable across builds. nullopt when it holds none.
+// group or below it, comparable across builds. nullopt when it holds none. A spawn resident, which lives in a
+// recycled group across its jobs, is no part of one.
 std::optional<uint64_t> JobStartTicks(const std::string& job_dir) {
+  static const std::string resident_name = fmt::format("({})", SpawnResident::kProcessName);
   std::optional<uint64_t> oldest;
   for (pid_t pid : CgroupTreePids(job_dir)) {
     std::string stat, err;
     if (!ReadWholeFile(fmt::format("/proc/{}/stat", pid), &stat, &err)) continue;
     size_t field = stat.rfind(')');  // the command name may hold spaces and parentheses
     if (field == std::string::npos) continue;
+    if (const size_t name = stat.find(" ("); name != std::string::npos &&
+        stat.compare(name + 1, field + 1 - (name + 1), resident_name) == 0) {
+      continue;
+    }
     // Fields after the name start at 3 (state); the start time is field 22.
     for (int n = 2; n < 22 && field != std::string::npos; ++n) field = stat.find(' ', field + 1);
     if (field == std::string::npos) continue;

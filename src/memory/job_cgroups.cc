@@ -244,12 +244,12 @@ JobCgroups::~JobCgroups() {
   std::string ignored;
   const std::string evacuate_to = EvacuationDir();
   for (auto& [key, job] : jobs_) {
-    DiscardPrepared(job);
+    EndResident(job);
     RemoveOrEvacuate(job.freezer_dir, options_.v1_freezer_parent_dir);
     RemoveOrEvacuate(job.dir, evacuate_to);
   }
   for (Job& job : spare_) {
-    DiscardPrepared(job);
+    EndResident(job);
     RemoveOrEvacuate(job.dir, evacuate_to);
   }
   RemoveOrEvacuate(freezer_build_dir_, options_.v1_freezer_parent_dir);
@@ -320,7 +320,7 @@ bool JobCgroups::TakeSpare(Job* job) {
       *job = std::move(spare);
       return true;
     }
-    DiscardPrepared(spare);
+    EndResident(spare);
     std::string ignored;
     RemoveDir(spare.dir, &ignored);
     options_.recycle_max_leftover_bytes = 0;  // this kernel cannot reset peaks: stop recycling
@@ -349,11 +349,14 @@ bool JobCgroups::CanPrepareAnother() const {
   return static_cast<size_t>(waiting) < MaxPreparedChildren();
 }
 
-// Starts a child in the spare that waits for its next job; a failure turns preparing off for the build.
+// Starts a child in the spare that waits for its next job; a failure turns preparing off for the build. The cgroup's
+// resident clones it there: only a resident's start joins the cgroup, once for all the jobs it will hold.
 void JobCgroups::Prepare(Job& spare) {
   if (!CanPrepareAnother()) return;
   std::string err;
-  spare.prepared = PreparedLaunch::Start(spare.dir, &err);
+  if (spare.resident && !spare.resident->Alive()) EndResident(spare);  // killed by someone: a new one joins
+  if (!spare.resident) spare.resident = SpawnResident::Start(spare.dir, &err);
+  spare.prepared = PreparedLaunch::Start(spare.dir, spare.resident.get(), &err);
   if (!spare.prepared) options_.prepare_launches = false;
 }
 
@@ -379,6 +382,19 @@ void JobCgroups::AddPreparedSpare() {
 void JobCgroups::DiscardPrepared(Job& job) {
   if (job.prepared) job.prepared->Discard();
   job.prepared.reset();
+}
+
+// Kills and reaps the cgroup's resident, after the child it may still be cloning: before the cgroup can be removed.
+void JobCgroups::EndResident(Job& job) {
+  DiscardPrepared(job);
+  job.resident.reset();
+}
+
+// The job's processes: the cgroup's, but its resident, which is no part of any job.
+std::vector<pid_t> JobCgroups::JobPids(const Job& job) {
+  std::vector<pid_t> pids = CgroupPids(job.dir);
+  if (job.resident) std::erase(pids, job.resident->pid());
+  return pids;
 }
 
 // Resets the high-water mark to the current charge (v1: writing 0; v2 >= 6.12: any write, per
@@ -455,7 +471,7 @@ bool JobCgroups::FreezeV1(Job& job, std::string* err) {
     std::vector<pid_t> in_freezer = CgroupPids(job.freezer_dir);
     std::set<pid_t> frozen(in_freezer.begin(), in_freezer.end());
     bool moved_any = false;
-    for (pid_t pid : CgroupPids(job.dir)) {
+    for (pid_t pid : JobPids(job)) {
       if (frozen.count(pid) != 0) continue;
       std::string ignored;  // a task that exited meanwhile cannot be moved; that is fine
       if (WriteWholeFile(job.freezer_dir + "/cgroup.procs", std::to_string(pid), &ignored)) moved_any = true;
@@ -487,7 +503,7 @@ bool JobCgroups::Thaw(int job_key, std::string* err) {
 
 std::vector<pid_t> JobCgroups::Pids(int job_key) {
   Job* job = Find(job_key);
-  return job ? CgroupPids(job->dir) : std::vector<pid_t>{};
+  return job ? JobPids(*job) : std::vector<pid_t>{};
 }
 
 void JobCgroups::KillAll(int job_key) {
@@ -497,7 +513,10 @@ void JobCgroups::KillAll(int job_key) {
   if (options_.version == CgroupVersion::kV2 && WriteWholeFile(job->dir + "/cgroup.kill", "1", &ignored)) return;
   // v1 has no cgroup.kill: every process of the job's subtree, so a headroom nested in the job (with its own
   // groups below the job's) goes with its jobs.
-  for (pid_t pid : CgroupTreePids(job->dir)) kill(pid, SIGKILL);
+  const pid_t resident = job->resident ? job->resident->pid() : -1;
+  for (pid_t pid : CgroupTreePids(job->dir)) {
+    if (pid != resident) kill(pid, SIGKILL);
+  }
   // Frozen v1 tasks act on SIGKILL only once thawed.
   if (!job->freezer_dir.empty()) WriteWholeFile(job->freezer_dir + "/freezer.state", "THAWED", &ignored);
 }
@@ -509,7 +528,7 @@ bool JobCgroups::RemoveJob(int job_key, std::string* err) {
   // Listed only when its link count says it has child groups: a listing is one of the larger costs of a job's end.
   const std::vector<std::string> children =
       MayHaveChildCgroups(job->dir) ? CgroupChildren(job->dir) : std::vector<std::string>{};
-  bool has_processes = !CgroupPids(job->dir).empty();
+  bool has_processes = !JobPids(*job).empty();
   for (size_t i = 0; i < children.size() && !has_processes; ++i) has_processes = !CgroupTreePids(children[i]).empty();
   if (has_processes) {
     *err = fmt::format("cgroup {} still has processes", job->dir);
@@ -517,6 +536,7 @@ bool JobCgroups::RemoveJob(int job_key, std::string* err) {
   }
   // A job that made groups of its own (a nested headroom's leaf, guard and build groups) is not reused.
   if (!children.empty()) {
+    EndResident(*job);
     if (!RemoveDir(job->freezer_dir, err)) return false;
     if (!RemoveCgroupTree(job->dir)) {
       *err = fmt::format("cannot remove cgroup {} and the groups below it", job->dir);
@@ -531,6 +551,7 @@ bool JobCgroups::RemoveJob(int job_key, std::string* err) {
     jobs_.erase(job_key);
     return true;
   }
+  EndResident(*job);
   if (!RemoveDir(job->freezer_dir, err) || !RemoveDir(job->dir, err)) return false;
   jobs_.erase(job_key);
   return true;

@@ -99,8 +99,9 @@ bool KernelFile::Write(const std::string& contents, std::string* err) {
     writable_ = false;  // reads go on through a read-only descriptor
     return false;
   }
-  // Plain files (test trees) need the truncation; cgroupfs ignores it.
-  [[maybe_unused]] int ignored = ftruncate(fd_, 0);
+  // Plain files (test trees) need the truncation; cgroupfs, sysfs and procfs ignore it (a system call saved on every
+  // job's re-arm).
+  if (!path_.starts_with("/sys/") && !path_.starts_with("/proc/")) [[maybe_unused]] int ignored = ftruncate(fd_, 0);
   ssize_t n;
   do {
     n = pwrite(fd_, contents.data(), contents.size(), 0);

@@ -57,7 +57,7 @@ std::string FormatDuration(double seconds, bool with_hours) {
 }
 
 // Compact binary sizes for the memory field: "850M", "5.1G", "1.2T"; "?" when unknown.
-std::string FormatBytes(uint64_t bytes) {
+std::string FormatCompactBytes(uint64_t bytes) {
   constexpr double kMiB = 1024.0 * 1024.0;
   constexpr double kGiB = kMiB * 1024.0;
   constexpr double kTiB = kGiB * 1024.0;
@@ -298,8 +298,8 @@ std::string StatusPrinter::FormatProgressStatus(const std::string& format) {
       case 'W': out += eta_s < 0 ? "?" : FormatDuration(eta_s, with_hours); break;
       case 'P': out += FormatPercent(static_cast<int>(100 * predicted_fraction_done_)); break;
       // headroom's additions; real ninja rejects these letters.
-      case 'm': out += FormatBytes(memory_.used_bytes); break;
-      case 'M': out += FormatBytes(memory_.budget_bytes); break;
+      case 'm': out += FormatCompactBytes(memory_.used_bytes); break;
+      case 'M': out += FormatCompactBytes(memory_.budget_bytes); break;
       case 'q': out += std::to_string(memory_.jobs_waiting_for_memory); break;
       default:
         fatal_(std::string("unknown placeholder '%") + placeholder + "' in $NINJA_STATUS");
@@ -322,8 +322,8 @@ std::string StatusPrinter::MemoryTail() const {
   // Piped logs must stay byte-identical to ninja's, so the field exists only on a smart terminal.
   if (!printer_.is_smart_terminal() || !config_.memory.enabled || !memory_known_) return "";
   if (FormatUsesMemoryPlaceholders()) return "";  // the user placed it already
-  std::string tail = " [mem " + FormatBytes(memory_.used_bytes);
-  if (memory_.budget_bytes) tail += "/" + FormatBytes(memory_.budget_bytes);
+  std::string tail = " [mem " + FormatCompactBytes(memory_.used_bytes);
+  if (memory_.budget_bytes) tail += "/" + FormatCompactBytes(memory_.budget_bytes);
   if (memory_.jobs_waiting_for_memory > 0) tail += ", " + std::to_string(memory_.jobs_waiting_for_memory) + " waiting";
   if (memory_.remote_slots > 0) {
     tail += ", remote " + std::to_string(memory_.remote_running) + "/" + std::to_string(memory_.remote_slots);

@@ -12,6 +12,7 @@
 
 #include "headroom/exec/prepared_launch.h"
 #include "headroom/exec/process_runner.h"
+#include "headroom/memory/cgroup_tree.h"
 #include "headroom/memory/job_meter.h"
 #include "headroom/memory/memory_probe.h"
 #include "memory_test_support.h"
@@ -417,19 +418,24 @@ TEST(JobCgroupsPreparedTest, SparesKeepAPreparedChildThatTheNextJobIsHandedTo) {
     JobStartOptions start;
     start.cgroup_dir = cgroups->CreateJob(key, &err);
     start.prepared = cgroups->PreparedLaunchFor(key);
-    // A ready child is the cgroup's only process; the job must run as it (not fall back to a join).
+    // A ready child is the job's only process (the cgroup's resident is no part of it); the job must run as it (not
+    // fall back to a join).
     const bool ready = start.prepared && start.prepared->Poll(5'000) == PreparedLaunch::State::kReady;
-    std::ifstream procs(start.cgroup_dir + "/cgroup.procs");
-    pid_t waiting = -1;
-    procs >> waiting;
+    const std::vector<pid_t> job_pids = cgroups->Pids(key);
+    const std::vector<pid_t> in_cgroup = CgroupPids(start.cgroup_dir);
+    if (ready) {
+      EXPECT_EQ(job_pids.size(), 1u);
+      EXPECT_EQ(in_cgroup.size(), 2u) << "the waiting child and the resident that cloned it there";
+    }
     JobId id = runner->Start("cat /proc/self/cgroup", start, &err);
     EXPECT_GE(id, 0) << err;
-    if (ready) EXPECT_EQ(runner->PidOf(id), waiting);
+    if (ready && !job_pids.empty()) EXPECT_EQ(runner->PidOf(id), job_pids[0]);
     std::vector<JobExit> finished;
     while (finished.empty()) runner->Wait(-1, &finished);
     EXPECT_NE(finished[0].output.find(start.cgroup_dir.substr(start.cgroup_dir.rfind('/')) + "\n"), std::string::npos)
         << finished[0].output;
-    EXPECT_TRUE(cgroups->RemoveJob(key, &err)) << err;
+    EXPECT_TRUE(cgroups->Pids(key).empty());
+    EXPECT_TRUE(cgroups->RemoveJob(key, &err)) << err << " (the resident stays: the cgroup is recycled)";
     return ready;
   };
   // The first job finds no spare and joins a fresh cgroup; one spare is made beside it, its child joining at once.

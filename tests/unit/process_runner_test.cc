@@ -2,6 +2,8 @@
 // groups, console jobs, timeouts, job signals, interrupts, cgroup joining and resource usage.
 #include "headroom/exec/process_runner.h"
 #include "headroom/exec/prepared_launch.h"
+#include "headroom/exec/spawn_resident.h"
+#include "headroom/exec/child_stacks.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -713,7 +715,7 @@ bool StartPreparedInCgroup(const std::string& prefix, PreparedInCgroup* out, std
   out->dir = MakeTestCgroup(OwnMemoryCgroupDir(), "cgroup v1 memory", prefix, why);
   if (out->dir.empty()) return false;
   std::string err;
-  out->launch = PreparedLaunch::Start(out->dir, &err);
+  out->launch = PreparedLaunch::Start(out->dir, nullptr, &err);
   if (!PreparedLaunch::Supported()) {
     EXPECT_EQ(out->launch, nullptr);
     EXPECT_NE(err.find("sanitizers"), std::string::npos) << err;
@@ -852,7 +854,7 @@ TEST(PreparedLaunchTest, AChildThatCannotJoinGivesWayToTheOrdinaryLaunchAndItsEr
   if (!PreparedLaunch::Supported()) GTEST_SKIP() << "prepared launches are off in sanitized builds (asserted above)";
   const int children_before = ChildrenOfThisProcess();
   std::string err;
-  auto launch = PreparedLaunch::Start("/nonexistent/headroom-cgroup", &err);
+  auto launch = PreparedLaunch::Start("/nonexistent/headroom-cgroup", nullptr, &err);
   ASSERT_NE(launch, nullptr) << err;
   EXPECT_EQ(launch->Poll(5'000), PreparedLaunch::State::kFailed);
   int output_read = -1;
@@ -900,7 +902,7 @@ TEST(PreparedLaunchTest, AWaitingChildDiesWithHeadroom) {
   ASSERT_GE(headroom, 0);
   if (headroom == 0) {
     std::string err;
-    auto launch = PreparedLaunch::Start(prepared.dir, &err);
+    auto launch = PreparedLaunch::Start(prepared.dir, nullptr, &err);
     pid_t waiting = 0;
     if (launch && launch->Poll(5'000) == PreparedLaunch::State::kReady) waiting = PidsInCgroup(prepared.dir).at(0);
     [[maybe_unused]] ssize_t written = write(report[1], &waiting, sizeof waiting);
@@ -921,6 +923,220 @@ TEST(PreparedLaunchTest, AWaitingChildDiesWithHeadroom) {
   close(pidfd);
   for (int fd : {report[0], report[1], proceed[0], proceed[1]}) close(fd);
   EXPECT_EQ(rmdir(prepared.dir.c_str()), 0) << strerror(errno);
+}
+
+// --- Spawn residents (spawn_resident.h): a child that stays in a cgroup and clones each prepared child there.
+
+// The parent (field 4) and name (field 2) of a process, from /proc/<pid>/stat.
+pid_t ParentOf(pid_t pid) {
+  auto fields = StatFieldsAfterComm(pid);
+  return fields.size() > 1 ? std::stoi(fields[1]) : -1;
+}
+
+std::string NameOf(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const size_t open = text.find('(');
+  const size_t close = text.rfind(')');
+  return open == std::string::npos || close == std::string::npos ? "" : text.substr(open + 1, close - open - 1);
+}
+
+// Waits (without sleeping) until `pid` has exited: its pidfd turns readable.
+bool WaitForExitOf(pid_t pid) {
+  int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  if (pidfd < 0) return errno == ESRCH;
+  pollfd exited{pidfd, POLLIN, 0};
+  const bool done = poll(&exited, 1, 10'000) == 1;
+  close(pidfd);
+  return done;
+}
+
+struct ResidentInCgroup {
+  std::string dir;
+  std::unique_ptr<SpawnResident> resident;
+};
+
+// A resident in a fresh v1 memory cgroup; false with *why (empty: sanitized build, asserted here) when there is none.
+bool StartResidentInCgroup(const std::string& prefix, ResidentInCgroup* out, std::string* why) {
+  out->dir = MakeTestCgroup(OwnMemoryCgroupDir(), "cgroup v1 memory", prefix, why);
+  if (out->dir.empty()) return false;
+  std::string err;
+  out->resident = SpawnResident::Start(out->dir, &err);
+  if (!PreparedLaunch::Supported()) {
+    EXPECT_EQ(out->resident, nullptr);
+    EXPECT_NE(err.find("sanitizers"), std::string::npos) << err;
+    rmdir(out->dir.c_str());
+    *why = "";
+    return false;
+  }
+  EXPECT_NE(out->resident, nullptr) << err;
+  return out->resident != nullptr;
+}
+
+#define START_RESIDENT_OR_RETURN(prefix, resident)           \
+  ResidentInCgroup resident;                                 \
+  {                                                          \
+    std::string why;                                         \
+    if (!StartResidentInCgroup(prefix, &resident, &why)) {   \
+      if (!why.empty()) SKIP_OR_FAIL_IN_CI(why);             \
+      return;                                                \
+    }                                                        \
+  }
+
+// Each prepared child is cloned by the resident inside the cgroup (it never joins: the resident's plan has no
+// cgroup to join), as headroom's own child: headroom reaps it. The resident stays, one process, across the jobs.
+TEST(SpawnResidentTest, ItClonesEachPreparedChildInItsCgroupAsHeadroomsChild) {
+  const int children_before = ChildrenOfThisProcess();
+  START_RESIDENT_OR_RETURN("headroom-resident-run-", in);
+  const pid_t resident = in.resident->pid();
+  EXPECT_EQ(ParentOf(resident), getpid());
+  std::string relative = in.dir.substr(std::string("/sys/fs/cgroup/memory").size());
+  for (int round = 0; round < 4; ++round) {
+    std::string err;
+    auto launch = PreparedLaunch::Start(in.dir, in.resident.get(), &err);
+    ASSERT_NE(launch, nullptr) << err;
+    ASSERT_EQ(launch->Poll(5'000), PreparedLaunch::State::kReady);
+    std::vector<pid_t> in_cgroup = PidsInCgroup(in.dir);
+    std::sort(in_cgroup.begin(), in_cgroup.end());
+    ASSERT_EQ(in_cgroup.size(), 2u) << "the resident and the waiting child";
+    const pid_t waiting = in_cgroup[0] == resident ? in_cgroup[1] : in_cgroup[0];
+    EXPECT_EQ(ParentOf(waiting), getpid()) << "cloned with CLONE_PARENT";
+    EXPECT_EQ(NameOf(resident), SpawnResident::kProcessName);
+    int output_read = -1;
+    const pid_t pid = launch->Hand(fmt::format("cat /proc/self/cgroup; echo round {}", round), {}, 5'000,
+                                   &output_read, &err);
+    ASSERT_EQ(pid, waiting) << err;
+    std::string output;
+    char buffer[512];
+    for (ssize_t n; (n = read(output_read, buffer, sizeof buffer)) > 0;) output.append(buffer, static_cast<size_t>(n));
+    close(output_read);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+    EXPECT_NE(output.find("memory:" + relative + "\n"), std::string::npos) << output;
+    EXPECT_NE(output.find(fmt::format("round {}\n", round)), std::string::npos) << output;
+    EXPECT_EQ(PidsInCgroup(in.dir), std::vector<pid_t>{resident});
+  }
+  in.resident.reset();
+  EXPECT_TRUE(PidsInCgroup(in.dir).empty());
+  EXPECT_EQ(rmdir(in.dir.c_str()), 0) << strerror(errno);
+  EXPECT_EQ(ChildrenOfThisProcess(), children_before);
+}
+
+// Discarding a child the resident was asked for waits for the clone, then kills and reaps the child; the resident
+// serves the next request as before. Discarded at once, before the child could report, and after it did.
+TEST(SpawnResidentTest, ADiscardedChildIsKilledAndReapedAndTheResidentGoesOn) {
+  const int children_before = ChildrenOfThisProcess();
+  START_RESIDENT_OR_RETURN("headroom-resident-discard-", in);
+  for (bool wait_for_ready : {false, true, false}) {
+    std::string err;
+    auto launch = PreparedLaunch::Start(in.dir, in.resident.get(), &err);
+    ASSERT_NE(launch, nullptr) << err;
+    if (wait_for_ready) ASSERT_EQ(launch->Poll(5'000), PreparedLaunch::State::kReady);
+    launch->Discard();
+    EXPECT_EQ(PidsInCgroup(in.dir), std::vector<pid_t>{in.resident->pid()});
+    EXPECT_EQ(ChildrenOfThisProcess(), children_before + 1) << "the resident only";
+  }
+  in.resident.reset();
+  EXPECT_EQ(rmdir(in.dir.c_str()), 0) << strerror(errno);
+  EXPECT_EQ(ChildrenOfThisProcess(), children_before);
+}
+
+// The descriptors the child needs are headroom's until the child holds its own: the resident closes headroom's
+// copies, so the job's output reads EOF at the job's end and nothing is left open.
+TEST(SpawnResidentTest, HeadroomKeepsNoCopyOfTheChildsDescriptors) {
+  START_RESIDENT_OR_RETURN("headroom-resident-fds-", in);
+  auto count_descriptors = [] {
+    int count = 0;
+    DIR* dir = opendir("/proc/self/fd");
+    while (readdir(dir) != nullptr) ++count;
+    closedir(dir);
+    return count;
+  };
+  const int before = count_descriptors();
+  std::string err;
+  auto launch = PreparedLaunch::Start(in.dir, in.resident.get(), &err);
+  ASSERT_NE(launch, nullptr) << err;
+  ASSERT_EQ(launch->Poll(5'000), PreparedLaunch::State::kReady);
+  int output_read = -1;
+  const pid_t pid = launch->Hand("echo hi", {}, 5'000, &output_read, &err);
+  ASSERT_GT(pid, 0) << err;
+  std::string output;
+  char buffer[64];
+  for (ssize_t n; (n = read(output_read, buffer, sizeof buffer)) > 0;) output.append(buffer, static_cast<size_t>(n));
+  EXPECT_EQ(output, "hi\n") << "EOF came";
+  close(output_read);
+  ASSERT_EQ(waitpid(pid, nullptr, 0), pid);
+  launch.reset();
+  // The handed child's socket is let go by the next launch's sweep.
+  auto next = PreparedLaunch::Start(in.dir, in.resident.get(), &err);
+  ASSERT_NE(next, nullptr) << err;
+  ASSERT_EQ(next->Poll(5'000), PreparedLaunch::State::kReady);
+  next->Discard();
+  next.reset();
+  EXPECT_EQ(count_descriptors(), before);
+  in.resident.reset();
+  EXPECT_EQ(rmdir(in.dir.c_str()), 0) << strerror(errno);
+}
+
+// A resident that cannot join its cgroup clones nothing: each request fails, with the reason.
+TEST(SpawnResidentTest, AResidentThatCannotJoinFailsItsRequestsWithTheReason) {
+  if (!PreparedLaunch::Supported()) GTEST_SKIP() << "prepared launches are off in sanitized builds";
+  const int children_before = ChildrenOfThisProcess();
+  std::string err;
+  auto resident = SpawnResident::Start("/nonexistent/headroom-cgroup", &err);
+  ASSERT_NE(resident, nullptr) << err;
+  auto launch = PreparedLaunch::Start("/nonexistent/headroom-cgroup", resident.get(), &err);
+  ASSERT_NE(launch, nullptr) << err;
+  EXPECT_EQ(launch->Poll(5'000), PreparedLaunch::State::kFailed);
+  int output_read = -1;
+  std::string hand_err;
+  EXPECT_EQ(launch->Hand("echo should not run", {}, 0, &output_read, &hand_err), -1);
+  EXPECT_NE(hand_err.find("No such file or directory"), std::string::npos) << hand_err;
+  launch.reset();
+  resident.reset();
+  EXPECT_EQ(ChildrenOfThisProcess(), children_before);
+}
+
+// A resident killed from outside is seen gone without a system call (the kernel clears its word at its exit), and
+// a launch that asks it fails at once instead of waiting for a child that never comes.
+TEST(SpawnResidentTest, AKilledResidentIsSeenGoneAndItsCgroupsLaunchesFail) {
+  START_RESIDENT_OR_RETURN("headroom-resident-killed-", in);
+  EXPECT_TRUE(in.resident->Alive());
+  ASSERT_EQ(kill(in.resident->pid(), SIGKILL), 0);
+  ASSERT_TRUE(WaitForExitOf(in.resident->pid()));
+  EXPECT_FALSE(in.resident->Alive());
+  std::string err;
+  EXPECT_EQ(PreparedLaunch::Start(in.dir, in.resident.get(), &err), nullptr);
+  EXPECT_NE(err.find("resident is gone"), std::string::npos) << err;
+  in.resident.reset();  // reaps it
+  EXPECT_EQ(rmdir(in.dir.c_str()), 0) << strerror(errno);
+}
+
+// The children's stacks are 1 KiB slots packed into shared pages, with no guard page between them: the deepest any
+// child reached, on its way to the exec and on its way to a failure report, must stay far inside its slot.
+TEST(ChildStacksTest, ChildrenStayFarInsideTheirStackSlots) {
+  START_RESIDENT_OR_RETURN("headroom-resident-stack-", in);
+  std::string err;
+  for (const std::string& command : {std::string("true"), "echo " + std::string(200 * 1024, 'x')}) {
+    auto launch = PreparedLaunch::Start(in.dir, in.resident.get(), &err);
+    ASSERT_NE(launch, nullptr) << err;
+    ASSERT_EQ(launch->Poll(5'000), PreparedLaunch::State::kReady);
+    int output_read = -1;
+    const pid_t pid = launch->Hand(command, {}, 5'000, &output_read, &err);
+    if (pid > 0) {
+      close(output_read);
+      ASSERT_EQ(waitpid(pid, nullptr, 0), pid);
+    }
+  }
+  auto last = PreparedLaunch::Start(in.dir, in.resident.get(), &err);  // its start lets go of the handed child's stack
+  ASSERT_NE(last, nullptr) << err;
+  last->Discard();
+  in.resident.reset();
+  RecordProperty("high_water_bytes", static_cast<int>(ChildStackHighWaterBytes()));
+  EXPECT_GT(ChildStackHighWaterBytes(), 0u);
+  EXPECT_LE(ChildStackHighWaterBytes(), kChildStackSlotBytes / 2);
+  EXPECT_EQ(rmdir(in.dir.c_str()), 0) << strerror(errno);
 }
 
 }  // namespace

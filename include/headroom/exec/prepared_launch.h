@@ -4,10 +4,13 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "headroom/exec/spawn_resident.h"
 
 namespace headroom {
 
@@ -20,8 +23,10 @@ class PreparedLaunch {
   // Whether this build can prepare launches (x86-64, not sanitized).
   static bool Supported();
   // Starts the child (own process group, stdin /dev/null, stdout and stderr on a fresh pipe): it joins `cgroup_dir`
-  // and waits for its job. nullptr with *err when it cannot be started.
-  static std::unique_ptr<PreparedLaunch> Start(const std::string& cgroup_dir, std::string* err);
+  // and waits for its job. With a resident of that cgroup (alive, and outliving this launch), the resident clones it
+  // there instead and it joins nothing. nullptr with *err when it cannot be started.
+  static std::unique_ptr<PreparedLaunch> Start(const std::string& cgroup_dir, SpawnResident* resident,
+                                               std::string* err);
   // Kills and reaps the child unless it was handed a job.
   ~PreparedLaunch();
   PreparedLaunch(const PreparedLaunch&) = delete;
@@ -48,15 +53,19 @@ class PreparedLaunch {
  private:
   PreparedLaunch();
   bool WaitForReport(int timeout_ms);
+  bool Spawn(SpawnResident* resident, int child_control_fd, int output_write_fd, std::string* err);
+  void LearnPid();
   static bool ExecFailureIsLikely(const std::string& command, const std::vector<std::string>& environment);
   bool WaitForExec(std::string* err);
   void ReleaseStack();
 
   std::unique_ptr<ChildPlan> plan_;
-  pid_t pid_ = -1;
+  pid_t pid_ = -1;           // 0 while a resident has not yet cloned the child
+  SpawnResident* resident_ = nullptr;  // the resident asked to clone the child, until it has
+  uint32_t spawn_ticket_ = 0;
   int control_fd_ = -1;      // headroom's end of the socket pair: the child's reports in, the go-ahead out
   int output_read_fd_ = -1;  // the job's stdout and stderr
-  void* stack_ = nullptr;    // the child's stack, until it has exec'd or is reaped
+  void* stack_ = nullptr;    // the top of the child's stack (child_stacks.h), until it has exec'd or is reaped
   State state_ = State::kJoining;
   std::string failure_;  // what the child reported when it could not get ready; "" if it said nothing
 };

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "headroom/exec/prepared_launch.h"
+#include "headroom/exec/spawn_resident.h"
 #include "headroom/memory/cgroup_layout.h"
 #include "headroom/memory/kernel_file.h"
 
@@ -79,7 +80,7 @@ class JobCgroups {
   // matching cgroup of the freezer hierarchy, which is then FROZEN. false means "use SIGSTOP/SIGCONT".
   bool Freeze(int job_key, std::string* err);
   bool Thaw(int job_key, std::string* err);
-  // Processes still in the job's cgroup.
+  // Processes still in the job's cgroup (its spawn resident left out).
   std::vector<pid_t> Pids(int job_key);
   // SIGKILLs whatever is left in the job's cgroup (v2 cgroup.kill when present).
   void KillAll(int job_key);
@@ -110,6 +111,9 @@ class JobCgroups {
     KernelFile oom_events;
     uint64_t leftover_bytes = 0;      // charge earlier occupants left behind (recycled cgroups)
     uint64_t oom_kills_before = 0;    // OOM kills counted before this job
+    // v1 with prepare_launches: stays in the cgroup while it is this build's, and clones its prepared children there.
+    // Declared before `prepared`, which may still refer to it, so it goes after it.
+    std::unique_ptr<SpawnResident> resident;
     std::unique_ptr<PreparedLaunch> prepared;  // a child waiting in the cgroup (prepare_launches)
   };
 
@@ -121,6 +125,8 @@ class JobCgroups {
   void Prepare(Job& spare);
   void AddPreparedSpare();
   static void DiscardPrepared(Job& job);
+  static void EndResident(Job& job);
+  static std::vector<pid_t> JobPids(const Job& job);
   bool Rearm(Job& job);
   bool CanRecycle(Job& job);
   bool SetUpV2(std::string* err);
