@@ -5,13 +5,13 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <poll.h>
+#include <linux/futex.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -33,15 +33,21 @@
 
 namespace headroom {
 
-// Everything the child needs; it lives in headroom's memory, which the child shares. argv and envp are filled in by
-// Hand just before the go-ahead (the socket's write and read order them).
+// Everything the child needs; it lives in headroom's memory, which the child shares. The handshake is a few words
+// in it, each a futex: the child's state, the go-ahead, and a word the kernel clears at the child's exec or exit
+// (CLONE_CHILD_CLEARTID). argv and envp are filled in by Hand before it sets the go-ahead (release and acquire order
+// them), so a launch costs headroom no socket and no system call but the go-ahead's wake.
 struct PreparedLaunch::ChildPlan {
   const char* procs_path = nullptr;
   std::string procs_path_storage;
-  int control_fd = -1;          // the child's end of the socket pair
   int output_write_fd = -1;      // becomes the job's stdout and stderr
+  int32_t state = 0;             // the child's: a ChildState
+  int32_t failed_stage = 0;      // with kFailed: the Stage that failed and its errno
+  int32_t failed_error = 0;
+  int32_t go = 0;                // headroom's: 1 once argv and envp are set
+  int32_t alive = 1;             // cleared by the kernel when the child execs or exits
   // Descriptors headroom inherited without close-on-exec (a make jobserver's, say), sorted: the job inherits them as
-  // every job does. The child closes every other descriptor above stdio but its control socket before it waits:
+  // every job does. The child closes every other descriptor above stdio before it waits:
   // headroom's write end of a pipe, held on in a waiting child, would keep its reader from seeing EOF when headroom
   // closes it (the guard's watcher, for one).
   const std::vector<int>* inheritable_fds = nullptr;
@@ -71,11 +77,17 @@ using exec_internal::ShellArgv;
 
 enum class Stage : int32_t { kReady = 0, kProcessGroup, kRedirectStdio, kCloseDescriptors, kJoinCgroup, kExec };
 
-// What the child sends: kReady once it has joined, or the stage that failed with its errno.
-struct Report {
-  Stage stage = Stage::kReady;
-  int32_t error = 0;
-};
+// ChildPlan::state: starting until the child is ready for its job, or has failed.
+enum ChildState : int32_t { kChildStarting = 0, kChildReady = 1, kChildFailed = 2 };
+
+// The futex calls on the plan's words: private ones (headroom and the child share one memory), except for `alive`,
+// which the kernel wakes as a shared futex when it clears it.
+void ChildWake(int32_t* word) { RawSyscall(SYS_futex, RawArg(word), FUTEX_WAKE_PRIVATE, 1); }
+long FutexWait(int32_t* word, int32_t expected, int timeout_ms, int operation = FUTEX_WAIT_PRIVATE) {
+  const timespec timeout = {timeout_ms / 1000, (timeout_ms % 1000) * 1'000'000L};
+  return ::syscall(SYS_futex, word, operation, expected, timeout_ms < 0 ? nullptr : &timeout, nullptr, 0);
+}
+int32_t Load(const int32_t& word) { return __atomic_load_n(&word, __ATOMIC_ACQUIRE); }
 
 // What a failed exec tells the job's output, since headroom no longer waits for it (no libc here: no strerror).
 struct ExecFailureText {
@@ -100,10 +112,12 @@ void ChildWriteExecFailure(long error) {
   RawSyscall(SYS_write, 2, RawArg(line), static_cast<long>(length));
 }
 
-[[noreturn]] void ChildFail(const PreparedLaunch::ChildPlan* plan, Stage stage, long result) {
+[[noreturn]] void ChildFail(PreparedLaunch::ChildPlan* plan, Stage stage, long result) {
   if (stage == Stage::kExec) ChildWriteExecFailure(-result);  // its stderr is the job's output by now
-  const Report report{stage, static_cast<int32_t>(-result)};
-  RawSyscall(SYS_write, plan->control_fd, RawArg(&report), sizeof report);
+  plan->failed_stage = static_cast<int32_t>(stage);
+  plan->failed_error = static_cast<int32_t>(-result);
+  __atomic_store_n(&plan->state, kChildFailed, __ATOMIC_RELEASE);
+  ChildWake(&plan->state);
   RawExit(127);
 }
 
@@ -134,37 +148,29 @@ bool ChildRedirectStdio(const PreparedLaunch::ChildPlan* plan, long* result) {
   return (*result = RawSyscall(SYS_dup2, plan->output_write_fd, 2)) >= 0;
 }
 
-// close_range (Linux 5.9) over everything above stdio but the control socket and the inheritable descriptors; an
-// inheritable number headroom has since reused for one of its own (close-on-exec) goes too.
+// close_range (Linux 5.9) over everything above stdio but the inheritable descriptors; an inheritable number headroom
+// has since reused for one of its own (close-on-exec) goes too.
 long ChildCloseDescriptors(const PreparedLaunch::ChildPlan* plan) {
   constexpr unsigned kLast = ~0u;
   unsigned next = 3;
-  auto close_below = [&](int kept) -> long {
-    if (kept < static_cast<int>(next)) return 0;
-    long result = kept > static_cast<int>(next) ? RawSyscall(SYS_close_range, next, kept - 1, 0) : 0;
+  for (int kept : *plan->inheritable_fds) {
+    if (kept < static_cast<int>(next)) continue;
+    if (kept > static_cast<int>(next)) {
+      if (long result = RawSyscall(SYS_close_range, next, kept - 1, 0); result < 0) return result;
+    }
     next = static_cast<unsigned>(kept) + 1;
-    return result;
-  };
-  const std::vector<int>& inheritable = *plan->inheritable_fds;
-  size_t i = 0;
-  for (; i < inheritable.size() && inheritable[i] < plan->control_fd; ++i) {
-    if (long result = close_below(inheritable[i]); result < 0) return result;
-  }
-  if (long result = close_below(plan->control_fd); result < 0) return result;
-  for (; i < inheritable.size(); ++i) {
-    if (long result = close_below(inheritable[i]); result < 0) return result;
   }
   if (long result = RawSyscall(SYS_close_range, next, kLast, 0); result < 0) return result;
-  for (int fd : inheritable) {
+  for (int fd : *plan->inheritable_fds) {
     long flags = RawSyscall(SYS_fcntl, fd, F_GETFD);
-    if (fd != plan->control_fd && flags >= 0 && (flags & FD_CLOEXEC) != 0) RawSyscall(SYS_close, fd);
+    if (flags >= 0 && (flags & FD_CLOEXEC) != 0) RawSyscall(SYS_close, fd);
   }
   return 0;
 }
 
 // The child: all signals blocked (headroom blocked them around the clone) until the job's exec.
 int PreparedChildMain(void* arg) {
-  const auto* plan = static_cast<const PreparedLaunch::ChildPlan*>(arg);
+  auto* plan = static_cast<PreparedLaunch::ChildPlan*>(arg);
   // Its own process group, as every non-console job has: a terminal's ^C reaches headroom, not a waiting child.
   if (long result = RawSyscall(SYS_setpgid, 0, 0); result < 0) ChildFail(plan, Stage::kProcessGroup, result);
   // It must not outlive headroom while it waits; the check covers a headroom that died before the prctl.
@@ -178,23 +184,25 @@ int PreparedChildMain(void* arg) {
   if (plan->procs_path != nullptr && (result = RawJoinCgroup(plan->procs_path)) < 0) {
     ChildFail(plan, Stage::kJoinCgroup, result);
   }
-  const Report ready;
-  RawSyscall(SYS_write, plan->control_fd, RawArg(&ready), sizeof ready);
-
-  char go = 0;
-  if (RawSyscall(SYS_read, plan->control_fd, RawArg(&go), 1) != 1) RawExit(0);  // discarded
+  __atomic_store_n(&plan->state, kChildReady, __ATOMIC_RELEASE);
+  ChildWake(&plan->state);  // headroom may be waiting for it in Hand
+  // Discarding kills it here.
+  while (__atomic_load_n(&plan->go, __ATOMIC_ACQUIRE) == 0) {
+    RawSyscall(SYS_futex, RawArg(&plan->go), FUTEX_WAIT_PRIVATE, 0, 0);
+  }
   // A job runs on when headroom dies, as one started the ordinary way does.
   RawSyscall(SYS_prctl, PR_SET_PDEATHSIG, 0);
   const uint64_t empty_mask = 0;
   RawSyscall(SYS_rt_sigprocmask, SIG_SETMASK, RawArg(&empty_mask), 0, sizeof empty_mask);
-  // Its copy of the socket is close-on-exec: headroom's end reads EOF once the exec has happened.
+  // The exec clears `alive` (CLONE_CHILD_CLEARTID): from then on it no longer uses its stack or its plan.
   result = RawSyscall(SYS_execve, RawArg(plan->argv[0]), RawArg(plan->argv), RawArg(plan->envp));
   ChildFail(plan, Stage::kExec, result);
 }
 
-std::string DescribeFailure(const Report& report, const std::string& procs_path) {
-  const char* reason = std::strerror(report.error);
-  switch (report.stage) {
+std::string DescribeFailure(const PreparedLaunch::ChildPlan& plan) {
+  const char* reason = std::strerror(plan.failed_error);
+  const std::string& procs_path = plan.procs_path_storage;
+  switch (static_cast<Stage>(plan.failed_stage)) {
     case Stage::kReady: break;
     case Stage::kProcessGroup: return fmt::format("setpgid in prepared child: {}", reason);
     case Stage::kRedirectStdio: return fmt::format("redirecting prepared child's stdio: {}", reason);
@@ -203,15 +211,6 @@ std::string DescribeFailure(const Report& report, const std::string& procs_path)
     case Stage::kExec: return fmt::format("exec {}: {}", exec_internal::kShell, reason);
   }
   return fmt::format("prepared child failed: {}", reason);
-}
-
-bool ReadReport(int fd, Report* report, bool* eof) {
-  ssize_t n;
-  do {
-    n = ::read(fd, report, sizeof *report);
-  } while (n < 0 && errno == EINTR);
-  *eof = n == 0;
-  return n == static_cast<ssize_t>(sizeof *report);
 }
 
 // The descriptors above stdio this process holds without close-on-exec: those it inherited, since headroom opens its
@@ -241,11 +240,10 @@ void Reap(pid_t pid) {
 }
 
 // A child handed its job but maybe not yet exec'd: it still runs on its stack and reads its plan, so both stay
-// until headroom's end of its socket reads EOF (its copy is close-on-exec, and goes at its exit too).
+// until the kernel clears its `alive` word (at its exec, or its exit).
 struct HandedChild {
   std::unique_ptr<PreparedLaunch::ChildPlan> plan;
   void* stack = nullptr;
-  int control_fd = -1;
 };
 
 // Never destroyed: a child may still read its plan while headroom exits.
@@ -254,33 +252,12 @@ std::vector<HandedChild>& HandedChildren() {
   return *children;
 }
 
-// Whether the child behind control_fd has exec'd or exited. A failure report comes before the EOF (the child still
-// runs a few instructions on its stack after it), and the failure is already in the job's output.
-bool ChildDone(int control_fd) {
-  Report report;
-  ssize_t n;
-  do {
-    n = ::recv(control_fd, &report, sizeof report, MSG_DONTWAIT);
-  } while (n > 0 || (n < 0 && errno == EINTR));
-  return n == 0 || errno != EAGAIN;
-}
-
-// Lets go of what handed children that have exec'd no longer need: one poll over all of them, no waiting.
+// Lets go of what handed children that have exec'd no longer need: a look at each one's word, no system call.
 void SweepHandedChildren() {
   std::vector<HandedChild>& children = HandedChildren();
-  if (children.empty()) return;
-  static std::vector<pollfd> targets;
-  targets.clear();
-  for (const HandedChild& child : children) targets.push_back(pollfd{child.control_fd, POLLIN, 0});
-  int ready;
-  do {
-    ready = ::poll(targets.data(), targets.size(), 0);
-  } while (ready < 0 && errno == EINTR);
-  if (ready <= 0) return;
   size_t kept = 0;
   for (size_t i = 0; i < children.size(); ++i) {
-    if (targets[i].revents != 0 && ChildDone(children[i].control_fd)) {
-      ::close(children[i].control_fd);
+    if (Load(children[i].plan->alive) == 0) {
       GiveBackChildStack(children[i].stack);
       continue;
     }
@@ -303,13 +280,6 @@ std::unique_ptr<PreparedLaunch> PreparedLaunch::Start(const std::string& cgroup_
     return nullptr;
   }
   SweepHandedChildren();
-  int sockets[2];
-  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sockets) != 0) {
-    *err = fmt::format("socketpair: {}", std::strerror(errno));
-    return nullptr;
-  }
-  ScopedFd control(MoveAboveStdio(sockets[0]));
-  ScopedFd child_control(MoveAboveStdio(sockets[1]));
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
     *err = fmt::format("pipe: {}", std::strerror(errno));
@@ -317,7 +287,7 @@ std::unique_ptr<PreparedLaunch> PreparedLaunch::Start(const std::string& cgroup_
   }
   ScopedFd output_read(MoveAboveStdio(pipe_fds[0]));
   ScopedFd output_write(MoveAboveStdio(pipe_fds[1]));
-  if (!control.valid() || !child_control.valid() || !output_read.valid() || !output_write.valid()) {
+  if (!output_read.valid() || !output_write.valid()) {
     *err = fmt::format("fcntl: {}", std::strerror(errno));
     return nullptr;
   }
@@ -330,15 +300,12 @@ std::unique_ptr<PreparedLaunch> PreparedLaunch::Start(const std::string& cgroup_
   ChildPlan& plan = *launch->plan_;
   plan.procs_path_storage = cgroup_dir + "/cgroup.procs";
   plan.procs_path = resident != nullptr ? nullptr : plan.procs_path_storage.c_str();
-  plan.control_fd = child_control.get();
   plan.output_write_fd = output_write.get();
   plan.inheritable_fds = &InheritableDescriptors();
   plan.headroom_pid = ::getpid();
   if (resident != nullptr) {
-    if (!launch->Spawn(resident, child_control.get(), output_write.get(), err)) return nullptr;
-    child_control.release();  // the resident closes both once the child holds its own
-    output_write.release();
-    launch->control_fd_ = control.release();
+    if (!launch->Spawn(resident, output_write.get(), err)) return nullptr;
+    output_write.release();  // the resident closes it once the child holds its own
     launch->output_read_fd_ = output_read.release();
     return launch;
   }
@@ -346,29 +313,28 @@ std::unique_ptr<PreparedLaunch> PreparedLaunch::Start(const std::string& cgroup_
   sigset_t all_signals, saved_mask;
   sigfillset(&all_signals);
   pthread_sigmask(SIG_SETMASK, &all_signals, &saved_mask);
-  pid_t pid = ::clone(PreparedChildMain, launch->stack_, CLONE_VM | SIGCHLD,
-                      &plan);
+  pid_t pid = ::clone(PreparedChildMain, launch->stack_, CLONE_VM | CLONE_CHILD_CLEARTID | SIGCHLD, &plan, nullptr,
+                      nullptr, &plan.alive);
   const int clone_error = errno;
   pthread_sigmask(SIG_SETMASK, &saved_mask, nullptr);
   if (pid < 0) {
     *err = fmt::format("clone: {}", std::strerror(clone_error));
-    return nullptr;  // the destructor unmaps the stack
+    return nullptr;  // the destructor gives the stack back
   }
   launch->pid_ = pid;
-  launch->control_fd_ = control.release();
   launch->output_read_fd_ = output_read.release();
-  return launch;  // child_control and output_write close here: the child has its own copies
+  return launch;  // output_write closes here: the child has its own copy
 }
 
 // Asks the resident to clone the child; the pid is learnt from the kernel's write into the plan (LearnPid).
-bool PreparedLaunch::Spawn(SpawnResident* resident, int child_control_fd, int output_write_fd, std::string* err) {
+bool PreparedLaunch::Spawn(SpawnResident* resident, int output_write_fd, std::string* err) {
   SpawnResident::Request request;
   request.entry = PreparedChildMain;
   request.arg = plan_.get();
   request.stack_top = stack_;
   request.pid_word = &plan_->spawned_pid;
-  request.close_after[0] = child_control_fd;
-  request.close_after[1] = output_write_fd;
+  request.clear_word = &plan_->alive;
+  request.close_after[0] = output_write_fd;
   if (!resident->Post(request, &spawn_ticket_)) {
     *err = "the cgroup's spawn resident is gone";
     return false;
@@ -379,12 +345,14 @@ bool PreparedLaunch::Spawn(SpawnResident* resident, int child_control_fd, int ou
 }
 
 // The child's pid, once the resident has cloned it: the kernel writes it before the child runs, so it is there by the
-// child's first report. A failed clone leaves -errno, and the resident closes the child's end of the socket (EOF).
+// time the child is ready. A failed clone (or join of the resident) leaves -errno.
 void PreparedLaunch::LearnPid() {
   if (resident_ == nullptr || plan_ == nullptr) return;
   const int pid = __atomic_load_n(&plan_->spawned_pid, __ATOMIC_ACQUIRE);
   if (pid > 0) pid_ = pid;
-  if (pid < 0) failure_ = fmt::format("the cgroup's spawn resident could not join it or clone the child: {}", std::strerror(-pid));
+  if (pid < 0) {
+    failure_ = fmt::format("the cgroup's spawn resident could not join it or clone the child: {}", std::strerror(-pid));
+  }
   if (resident_->Served(spawn_ticket_)) resident_ = nullptr;
 }
 
@@ -402,9 +370,8 @@ void PreparedLaunch::Discard() {
     pid_ = -1;
   }
   ReleaseStack();
-  if (control_fd_ >= 0) ::close(control_fd_);
   if (output_read_fd_ >= 0) ::close(output_read_fd_);
-  control_fd_ = output_read_fd_ = -1;
+  output_read_fd_ = -1;
   state_ = State::kFailed;
 }
 
@@ -419,37 +386,35 @@ PreparedLaunch::State PreparedLaunch::Poll(int timeout_ms) {
   return state_;
 }
 
+// Reads the child's state word; waits on it up to timeout_ms, in short steps: a child killed before it could say (or
+// a resident killed before it cloned the child) wakes no one.
 bool PreparedLaunch::WaitForReport(int timeout_ms) {
   if (state_ != State::kJoining) return state_ == State::kReady;
-  // A resident killed before it cloned the child leaves headroom's copy of the child's socket open, so no EOF would
-  // come: while the clone is pending, wait in short steps and look.
-  constexpr int kSpawnCheckMs = 10;
-  pollfd target = {control_fd_, POLLIN, 0};
-  int ready = 0;
+  constexpr int kStepMs = 10;
   for (int waited = 0;;) {
-    if (resident_ != nullptr && !resident_->Alive()) {
-      resident_->WaitServed(spawn_ticket_);  // closes what the request still held
-      LearnPid();
-      resident_ = nullptr;
+    LearnPid();
+    const int32_t state = Load(plan_->state);
+    if (state == kChildReady) {
+      state_ = State::kReady;
+      return true;
     }
-    const int step = resident_ != nullptr ? std::min(timeout_ms - waited, kSpawnCheckMs) : timeout_ms - waited;
-    do {
-      ready = ::poll(&target, 1, step);
-    } while (ready < 0 && errno == EINTR);
+    if (state == kChildFailed) {
+      state_ = State::kFailed;
+      failure_ = DescribeFailure(*plan_);
+      return false;
+    }
+    const bool cloned = resident_ == nullptr && pid_ > 0;
+    const bool never_cloned = resident_ != nullptr && !resident_->Alive() && !resident_->WaitServed(spawn_ticket_);
+    if ((cloned && Load(plan_->alive) == 0) || never_cloned || (resident_ == nullptr && pid_ <= 0)) {
+      LearnPid();
+      state_ = State::kFailed;  // it died before it could say
+      return false;
+    }
+    if (waited >= timeout_ms) return false;  // still joining
+    const int step = std::min(timeout_ms - waited, kStepMs);
+    FutexWait(&plan_->state, kChildStarting, step);
     waited += step;
-    if (ready != 0 || waited >= timeout_ms) break;
   }
-  LearnPid();
-  if (ready == 0) return false;  // still joining
-  Report report;
-  bool eof = false;
-  if (ready < 0 || !ReadReport(control_fd_, &report, &eof)) {
-    state_ = State::kFailed;  // it died before it could say
-    return false;
-  }
-  state_ = report.stage == Stage::kReady ? State::kReady : State::kFailed;
-  if (state_ == State::kFailed) failure_ = DescribeFailure(report, plan_->procs_path_storage);
-  return state_ == State::kReady;
 }
 
 pid_t PreparedLaunch::Hand(const std::string& command, const std::vector<std::string>& environment, int timeout_ms,
@@ -468,20 +433,15 @@ pid_t PreparedLaunch::Hand(const std::string& command, const std::vector<std::st
   plan_->environment = std::make_unique<exec_internal::JobEnvironment>(plan_->overrides);
   plan_->argv = plan_->shell->argv;
   plan_->envp = plan_->environment->envp();
-  const char go = 1;
-  if (::send(control_fd_, &go, 1, MSG_NOSIGNAL) != 1) {
-    *err = fmt::format("starting the prepared child: {}", std::strerror(errno));
-    Discard();
-    return -1;
-  }
+  __atomic_store_n(&plan_->go, 1, __ATOMIC_RELEASE);
+  ::syscall(SYS_futex, &plan_->go, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
   if (ExecFailureIsLikely(command, environment) && !WaitForExec(err)) return -1;
   // The child execs while headroom goes on: waiting here would hold the build loop for the child's wake-up and exec,
   // which on a busy machine is the larger part of a trivial job's start. What it still reads stays until then.
-  HandedChildren().push_back(HandedChild{std::move(plan_), std::exchange(stack_, nullptr),
-                                         std::exchange(control_fd_, -1)});
+  HandedChildren().push_back(HandedChild{std::move(plan_), std::exchange(stack_, nullptr)});
   *output_read_fd = std::exchange(output_read_fd_, -1);
   state_ = State::kFailed;  // spent
-  resident_ = nullptr;      // done with the plan: all it does now is close headroom's copies of the child's descriptors
+  resident_ = nullptr;      // done with the plan: the resident only closes headroom's copy of the output pipe now
   return std::exchange(pid_, -1);
 }
 
@@ -496,15 +456,12 @@ bool PreparedLaunch::ExecFailureIsLikely(const std::string& command, const std::
   return bytes >= kLargeArgumentBytes;
 }
 
-// Waits for the exec (EOF on the socket) or the child's failure report. false with *err after a failure: the child
-// is gone and the job must be started another way.
+// Waits for the exec or the exit (the kernel clears `alive` at either; a failed exec says so in the state first).
+// false with *err after a failure: the child is gone and the job must be started another way.
 bool PreparedLaunch::WaitForExec(std::string* err) {
-  Report report;
-  bool eof = false;
-  const bool reported = ReadReport(control_fd_, &report, &eof);
-  if (!eof) {  // EOF is the exec; anything else, a failure
-    *err = reported ? DescribeFailure(report, plan_->procs_path_storage)
-                    : fmt::format("waiting for the prepared child's exec: {}", std::strerror(errno));
+  for (int32_t alive; (alive = Load(plan_->alive)) != 0;) FutexWait(&plan_->alive, alive, -1, FUTEX_WAIT);
+  if (Load(plan_->state) == kChildFailed) {
+    *err = DescribeFailure(*plan_);
     Discard();
     return false;
   }

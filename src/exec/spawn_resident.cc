@@ -40,12 +40,13 @@ using exec_internal::RawSyscall;
 #if defined(__x86_64__)
 // clone(2) on the raw system call. The child starts on stack_top with nothing of the caller's frame, so it takes
 // entry and arg from its new stack, calls entry and exits with its result. Returns the child's pid or -errno.
-long RawClone(unsigned long flags, void* stack_top, int* parent_tid, int (*entry)(void*), void* arg) {
+long RawClone(unsigned long flags, void* stack_top, int* parent_tid, int* child_tid_word, int (*entry)(void*),
+              void* arg) {
   void** stack = static_cast<void**>(stack_top);
   *--stack = arg;
   *--stack = reinterpret_cast<void*>(entry);
   long result;
-  register long child_tid asm("r10") = 0;
+  register long child_tid asm("r10") = reinterpret_cast<long>(child_tid_word);
   register long tls asm("r8") = 0;
   asm volatile(
       "syscall\n\t"
@@ -67,7 +68,7 @@ long RawClone(unsigned long flags, void* stack_top, int* parent_tid, int (*entry
   return result;
 }
 #else
-long RawClone(unsigned long, void*, int*, int (*)(void*), void*) { return -ENOSYS; }
+long RawClone(unsigned long, void*, int*, int*, int (*)(void*), void*) { return -ENOSYS; }
 #endif
 
 // What is left of a request once its child exists (or never will): headroom's copies of the child's descriptors.
@@ -97,9 +98,10 @@ int ResidentMain(void* arg) {
     taken = posted;
     SpawnResident::Request* request = &shared->request;
     // CLONE_PARENT: the child is headroom's (headroom reaps it and gets its SIGCHLD), born in this cgroup.
+    const unsigned long clear = request->clear_word != nullptr ? CLONE_CHILD_CLEARTID : 0;
     const long pid = joined < 0 ? joined
-                                : RawClone(CLONE_VM | CLONE_PARENT | CLONE_PARENT_SETTID, request->stack_top,
-                                           request->pid_word, request->entry, request->arg);
+                                : RawClone(CLONE_VM | CLONE_PARENT | CLONE_PARENT_SETTID | clear, request->stack_top,
+                                           request->pid_word, request->clear_word, request->entry, request->arg);
     if (pid < 0) __atomic_store_n(request->pid_word, static_cast<int>(pid), __ATOMIC_RELEASE);
     CloseRequestDescriptors(request);
     __atomic_store_n(&shared->served, taken, __ATOMIC_RELEASE);

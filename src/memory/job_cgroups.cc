@@ -328,9 +328,9 @@ bool JobCgroups::TakeSpare(Job* job) {
   return false;
 }
 
-// Waiting children at most. A prepared spare holds five of headroom's descriptors (the child's socket and output
+// Waiting children at most. A prepared spare holds four of headroom's descriptors (the read end of the child's output
 // pipe, the cgroup's three counter files), which must not crowd out the jobs' own: none below the common 1024 of
-// RLIMIT_NOFILE, a thirty-second of it above (1024: 32 children, 160 descriptors), 64 at most.
+// RLIMIT_NOFILE, a thirty-second of it above (1024: 32 children, 128 descriptors), 64 at most.
 static size_t MaxPreparedChildren() {
   static const size_t most = [] {
     constexpr size_t kMost = 64;

@@ -53,7 +53,7 @@ class PreparedLaunch {
  private:
   PreparedLaunch();
   bool WaitForReport(int timeout_ms);
-  bool Spawn(SpawnResident* resident, int child_control_fd, int output_write_fd, std::string* err);
+  bool Spawn(SpawnResident* resident, int output_write_fd, std::string* err);
   void LearnPid();
   static bool ExecFailureIsLikely(const std::string& command, const std::vector<std::string>& environment);
   bool WaitForExec(std::string* err);
@@ -63,7 +63,6 @@ class PreparedLaunch {
   pid_t pid_ = -1;           // 0 while a resident has not yet cloned the child
   SpawnResident* resident_ = nullptr;  // the resident asked to clone the child, until it has
   uint32_t spawn_ticket_ = 0;
-  int control_fd_ = -1;      // headroom's end of the socket pair: the child's reports in, the go-ahead out
   int output_read_fd_ = -1;  // the job's stdout and stderr
   void* stack_ = nullptr;    // the top of the child's stack (child_stacks.h), until it has exec'd or is reaped
   State state_ = State::kJoining;

@@ -30,6 +30,7 @@ class SpawnResident {
     void* arg = nullptr;
     void* stack_top = nullptr;
     int* pid_word = nullptr;
+    int* clear_word = nullptr;  // cleared by the kernel at the child's exec or exit (CLONE_CHILD_CLEARTID); or null
     int close_after[2] = {-1, -1};
   };
 
