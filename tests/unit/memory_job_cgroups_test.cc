@@ -447,6 +447,49 @@ TEST(JobCgroupsPreparedTest, SparesKeepAPreparedChildThatTheNextJobIsHandedTo) {
   EXPECT_FALSE(Exists(build_dir)) << "spares holding waiting children must go too";
 }
 
+// A cgroup's spawn resident is no part of the jobs it holds: KillAll, the job's process list and the recycling check
+// all leave it out, so killing a job neither kills the resident nor keeps its cgroup from being recycled.
+TEST(JobCgroupsPreparedTest, KillingAJobLeavesItsCgroupsResidentAndTheCgroupIsRecycled) {
+  MemoryProbe probe(MemoryProbeOptions{});
+  HEADROOM_REQUIRE_OR_SKIP(probe.layout().memory_version == CgroupVersion::kV1,
+                           "needs a cgroup v1 memory controller (v2 jobs are born in their cgroup)");
+  HEADROOM_REQUIRE_OR_SKIP(geteuid() == 0, "needs root");
+  if (!PreparedLaunch::Supported()) GTEST_SKIP() << "prepared launches are off in sanitized builds";
+  JobCgroupsOptions options = DefaultJobCgroupsOptions(probe.layout());
+  options.shared_group_name.clear();  // as above: not in a guard group other builds may have capped
+  options.build_name = fmt::format("headroom-resident-kill-test-{}", getpid());
+  std::string err;
+  auto cgroups = JobCgroups::Create(options, &err);
+  ASSERT_NE(cgroups, nullptr) << err;
+  const std::string build_dir = cgroups->build_dir();
+  auto runner = MakePosixProcessRunner();
+  // Two jobs in turn: the first finds no spare and joins a fresh cgroup; the second is handed a spare's waiting
+  // child, which that cgroup's resident cloned.
+  for (int key = 1; key <= 2; ++key) {
+    JobStartOptions start;
+    start.cgroup_dir = cgroups->CreateJob(key, &err);
+    start.prepared = cgroups->PreparedLaunchFor(key);
+    JobId id = runner->Start("exec sleep 600", start, &err);
+    ASSERT_GE(id, 0) << err;
+    const pid_t job_pid = runner->PidOf(id);
+    EXPECT_EQ(cgroups->Pids(key), std::vector<pid_t>{job_pid});
+    const std::vector<pid_t> in_cgroup = CgroupPids(start.cgroup_dir);
+    cgroups->KillAll(key);
+    std::vector<JobExit> finished;
+    while (finished.empty()) runner->Wait(-1, &finished);
+    EXPECT_EQ(finished[0].term_signal, SIGKILL);
+    const std::vector<pid_t> left = CgroupPids(start.cgroup_dir);
+    if (key == 2) {
+      ASSERT_EQ(in_cgroup.size(), 2u) << "the job and the resident that cloned it there";
+      ASSERT_EQ(left.size(), 1u) << "the resident outlives the job it cloned";
+    }
+    EXPECT_TRUE(cgroups->Pids(key).empty());
+    EXPECT_TRUE(cgroups->RemoveJob(key, &err)) << err << " (the resident does not keep it from being recycled)";
+  }
+  cgroups.reset();
+  EXPECT_FALSE(Exists(build_dir)) << "the residents go with their cgroups";
+}
+
 TEST(JobMeterRealTest, DefaultMeterUsesCgroupsWhenRootAndCleansUp) {
   MemoryProbe probe(MemoryProbeOptions{});
   HEADROOM_REQUIRE_OR_SKIP(probe.layout().memory_version != CgroupVersion::kNone, "no cgroup memory controller");
