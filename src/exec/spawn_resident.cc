@@ -130,13 +130,12 @@ std::unique_ptr<SpawnResident> SpawnResident::Start(const std::string& cgroup_di
   pthread_sigmask(SIG_SETMASK, &all_signals, &saved_mask);
   // CLONE_FILES: the children it clones copy headroom's current descriptor table, not a stale one of its own.
   const int flags = CLONE_VM | CLONE_FILES | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID | SIGCHLD;
-  const pid_t pid = ::clone(ResidentMain, resident->stack_, flags, &shared,
-                            &shared.alive, nullptr, &shared.alive);
+  const pid_t pid = ::clone(ResidentMain, resident->stack_, flags, &shared, &shared.alive, nullptr, &shared.alive);
   const int clone_error = errno;
   pthread_sigmask(SIG_SETMASK, &saved_mask, nullptr);
   if (pid < 0) {
     *err = fmt::format("clone: {}", std::strerror(clone_error));
-    return nullptr;  // the destructor unmaps the stack
+    return nullptr;  // the destructor gives the stack back
   }
   resident->pid_ = pid;
   return resident;
