@@ -395,23 +395,39 @@ TEST_F(RealCgroupTest, LiveSamplingSeesTheJobsCurrentUsage) {
   meter_->Finish(memory_test::ReapMemhog(memhog, 5));
 }
 
+// A build's cgroups on v1 with prepared launches on, as a root build gets them by default.
+class JobCgroupsPreparedTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    MemoryProbe probe(MemoryProbeOptions{});
+    HEADROOM_REQUIRE_OR_SKIP(probe.layout().memory_version == CgroupVersion::kV1,
+                             "needs a cgroup v1 memory controller (v2 jobs are born in their cgroup)");
+    options_ = DefaultJobCgroupsOptions(probe.layout());
+    // Not in the shared guard group: builds running beside the tests may have capped it with the OOM killer off,
+    // and groups made below it inherit that switch (a test expecting a kernel OOM kill would wait instead).
+    options_.shared_group_name.clear();
+    EXPECT_EQ(options_.prepare_launches, PreparedLaunch::Supported());
+    HEADROOM_REQUIRE_OR_SKIP(geteuid() == 0, "needs root");
+    if (!PreparedLaunch::Supported()) GTEST_SKIP() << "prepared launches are off in sanitized builds (asserted above)";
+  }
+
+  std::unique_ptr<JobCgroups> Create(const std::string& name) {
+    options_.build_name = fmt::format("{}-{}", name, getpid());
+    std::string err;
+    auto cgroups = JobCgroups::Create(options_, &err);
+    EXPECT_NE(cgroups, nullptr) << err;
+    return cgroups;
+  }
+
+  JobCgroupsOptions options_;
+};
+
 // On v1 each spare cgroup keeps a child that has joined it ahead of time (prepared_launch.h); a job given that cgroup
 // is handed to it, and the cgroups go with their children at the end.
-TEST(JobCgroupsPreparedTest, SparesKeepAPreparedChildThatTheNextJobIsHandedTo) {
-  MemoryProbe probe(MemoryProbeOptions{});
-  HEADROOM_REQUIRE_OR_SKIP(probe.layout().memory_version == CgroupVersion::kV1,
-                           "needs a cgroup v1 memory controller (v2 jobs are born in their cgroup)");
-  JobCgroupsOptions options = DefaultJobCgroupsOptions(probe.layout());
-  // Not in the shared guard group: builds running beside the tests may have capped it with the OOM killer off,
-  // and groups made below it inherit that switch (a test expecting a kernel OOM kill would wait instead).
-  options.shared_group_name.clear();
-  EXPECT_EQ(options.prepare_launches, PreparedLaunch::Supported());
-  HEADROOM_REQUIRE_OR_SKIP(geteuid() == 0, "needs root");
-  if (!PreparedLaunch::Supported()) GTEST_SKIP() << "prepared launches are off in sanitized builds (asserted above)";
-  options.build_name = fmt::format("headroom-prepared-test-{}", getpid());
+TEST_F(JobCgroupsPreparedTest, SparesKeepAPreparedChildThatTheNextJobIsHandedTo) {
+  auto cgroups = Create("headroom-prepared-test");
+  ASSERT_NE(cgroups, nullptr);
   std::string err;
-  auto cgroups = JobCgroups::Create(options, &err);
-  ASSERT_NE(cgroups, nullptr) << err;
   const std::string build_dir = cgroups->build_dir();
   auto runner = MakePosixProcessRunner();
   auto run = [&](int key) {
@@ -449,18 +465,10 @@ TEST(JobCgroupsPreparedTest, SparesKeepAPreparedChildThatTheNextJobIsHandedTo) {
 
 // A cgroup's spawn resident is no part of the jobs it holds: KillAll, the job's process list and the recycling check
 // all leave it out, so killing a job neither kills the resident nor keeps its cgroup from being recycled.
-TEST(JobCgroupsPreparedTest, KillingAJobLeavesItsCgroupsResidentAndTheCgroupIsRecycled) {
-  MemoryProbe probe(MemoryProbeOptions{});
-  HEADROOM_REQUIRE_OR_SKIP(probe.layout().memory_version == CgroupVersion::kV1,
-                           "needs a cgroup v1 memory controller (v2 jobs are born in their cgroup)");
-  HEADROOM_REQUIRE_OR_SKIP(geteuid() == 0, "needs root");
-  if (!PreparedLaunch::Supported()) GTEST_SKIP() << "prepared launches are off in sanitized builds";
-  JobCgroupsOptions options = DefaultJobCgroupsOptions(probe.layout());
-  options.shared_group_name.clear();  // as above: not in a guard group other builds may have capped
-  options.build_name = fmt::format("headroom-resident-kill-test-{}", getpid());
+TEST_F(JobCgroupsPreparedTest, KillingAJobLeavesItsCgroupsResidentAndTheCgroupIsRecycled) {
+  auto cgroups = Create("headroom-resident-kill-test");
+  ASSERT_NE(cgroups, nullptr);
   std::string err;
-  auto cgroups = JobCgroups::Create(options, &err);
-  ASSERT_NE(cgroups, nullptr) << err;
   const std::string build_dir = cgroups->build_dir();
   auto runner = MakePosixProcessRunner();
   // Two jobs in turn: the first finds no spare and joins a fresh cgroup; the second is handed a spare's waiting

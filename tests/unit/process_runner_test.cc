@@ -711,20 +711,37 @@ struct PreparedInCgroup {
   std::unique_ptr<PreparedLaunch> launch;
 };
 
-bool StartPreparedInCgroup(const std::string& prefix, PreparedInCgroup* out, std::string* why) {
-  out->dir = MakeTestCgroup(OwnMemoryCgroupDir(), "cgroup v1 memory", prefix, why);
-  if (out->dir.empty()) return false;
+// `start(dir, &err)` in a fresh v1 memory cgroup *dir; false with *why when there is none (empty: a sanitized
+// build, where starting must refuse and say so, which is asserted here).
+template <typename T, typename StartFn>
+bool StartInFreshCgroup(const std::string& prefix, StartFn start, std::string* dir, std::unique_ptr<T>* out,
+                        std::string* why) {
+  *dir = MakeTestCgroup(OwnMemoryCgroupDir(), "cgroup v1 memory", prefix, why);
+  if (dir->empty()) return false;
   std::string err;
-  out->launch = PreparedLaunch::Start(out->dir, nullptr, &err);
+  *out = start(*dir, &err);
   if (!PreparedLaunch::Supported()) {
-    EXPECT_EQ(out->launch, nullptr);
+    EXPECT_EQ(*out, nullptr);
     EXPECT_NE(err.find("sanitizers"), std::string::npos) << err;
-    rmdir(out->dir.c_str());
+    rmdir(dir->c_str());
     *why = "";
     return false;
   }
-  EXPECT_NE(out->launch, nullptr) << err;
-  return out->launch != nullptr;
+  EXPECT_NE(*out, nullptr) << err;
+  return *out != nullptr;
+}
+
+bool StartPreparedInCgroup(const std::string& prefix, PreparedInCgroup* out, std::string* why) {
+  auto start = [](const std::string& dir, std::string* err) { return PreparedLaunch::Start(dir, nullptr, err); };
+  return StartInFreshCgroup(prefix, start, &out->dir, &out->launch, why);
+}
+
+// Everything a job's output pipe carries, to EOF.
+std::string ReadUntilEof(int fd) {
+  std::string output;
+  char buffer[512];
+  for (ssize_t n; (n = read(fd, buffer, sizeof buffer)) > 0;) output.append(buffer, static_cast<size_t>(n));
+  return output;
 }
 
 std::vector<pid_t> PidsInCgroup(const std::string& dir) {
@@ -734,15 +751,17 @@ std::vector<pid_t> PidsInCgroup(const std::string& dir) {
   return pids;
 }
 
-#define START_PREPARED_OR_RETURN(prefix, prepared)            \
-  PreparedInCgroup prepared;                                  \
-  {                                                           \
-    std::string why;                                          \
-    if (!StartPreparedInCgroup(prefix, &prepared, &why)) {    \
-      if (!why.empty()) SKIP_OR_FAIL_IN_CI(why);              \
-      return;                                                 \
-    }                                                         \
+// Declares `var` of Type, started by `starter`; the test ends there (skipped, or failed in CI) when it cannot be.
+#define START_OR_RETURN(Type, starter, prefix, var)  \
+  Type var;                                         \
+  {                                                 \
+    std::string why;                                \
+    if (!starter(prefix, &var, &why)) {             \
+      if (!why.empty()) SKIP_OR_FAIL_IN_CI(why);    \
+      return;                                       \
+    }                                               \
   }
+#define START_PREPARED_OR_RETURN(prefix, var) START_OR_RETURN(PreparedInCgroup, StartPreparedInCgroup, prefix, var)
 
 TEST(PreparedLaunchTest, AJobHandedToAPreparedChildRunsInItsCgroupWithItsEnvironmentAndGroup) {
   const int children_before = ChildrenOfThisProcess();
@@ -796,9 +815,7 @@ TEST(PreparedLaunchTest, AHandedChildExecsItsOwnCopyOfTheCommandAfterTheCallersI
     (*environment)[0].assign((*environment)[0].size(), 'Y');
     command.reset();
     environment.reset();
-    std::string output;
-    char buffer[256];
-    for (ssize_t n; (n = read(output_read, buffer, sizeof buffer)) > 0;) output.append(buffer, static_cast<size_t>(n));
+    const std::string output = ReadUntilEof(output_read);
     close(output_read);
     int status = 0;
     ASSERT_EQ(waitpid(pid, &status, 0), pid);
@@ -956,32 +973,11 @@ struct ResidentInCgroup {
   std::unique_ptr<SpawnResident> resident;
 };
 
-// A resident in a fresh v1 memory cgroup; false with *why (empty: sanitized build, asserted here) when there is none.
 bool StartResidentInCgroup(const std::string& prefix, ResidentInCgroup* out, std::string* why) {
-  out->dir = MakeTestCgroup(OwnMemoryCgroupDir(), "cgroup v1 memory", prefix, why);
-  if (out->dir.empty()) return false;
-  std::string err;
-  out->resident = SpawnResident::Start(out->dir, &err);
-  if (!PreparedLaunch::Supported()) {
-    EXPECT_EQ(out->resident, nullptr);
-    EXPECT_NE(err.find("sanitizers"), std::string::npos) << err;
-    rmdir(out->dir.c_str());
-    *why = "";
-    return false;
-  }
-  EXPECT_NE(out->resident, nullptr) << err;
-  return out->resident != nullptr;
+  return StartInFreshCgroup(prefix, SpawnResident::Start, &out->dir, &out->resident, why);
 }
 
-#define START_RESIDENT_OR_RETURN(prefix, resident)           \
-  ResidentInCgroup resident;                                 \
-  {                                                          \
-    std::string why;                                         \
-    if (!StartResidentInCgroup(prefix, &resident, &why)) {   \
-      if (!why.empty()) SKIP_OR_FAIL_IN_CI(why);             \
-      return;                                                \
-    }                                                        \
-  }
+#define START_RESIDENT_OR_RETURN(prefix, var) START_OR_RETURN(ResidentInCgroup, StartResidentInCgroup, prefix, var)
 
 // Each prepared child is cloned by the resident inside the cgroup (it never joins: the resident's plan has no
 // cgroup to join), as headroom's own child: headroom reaps it. The resident stays, one process, across the jobs.
@@ -1006,9 +1002,7 @@ TEST(SpawnResidentTest, ItClonesEachPreparedChildInItsCgroupAsHeadroomsChild) {
     const pid_t pid = launch->Hand(fmt::format("cat /proc/self/cgroup; echo round {}", round), {}, 5'000,
                                    &output_read, &err);
     ASSERT_EQ(pid, waiting) << err;
-    std::string output;
-    char buffer[512];
-    for (ssize_t n; (n = read(output_read, buffer, sizeof buffer)) > 0;) output.append(buffer, static_cast<size_t>(n));
+    const std::string output = ReadUntilEof(output_read);
     close(output_read);
     int status = 0;
     ASSERT_EQ(waitpid(pid, &status, 0), pid);
@@ -1061,9 +1055,7 @@ TEST(SpawnResidentTest, HeadroomKeepsNoCopyOfTheChildsDescriptors) {
   int output_read = -1;
   const pid_t pid = launch->Hand("echo hi", {}, 5'000, &output_read, &err);
   ASSERT_GT(pid, 0) << err;
-  std::string output;
-  char buffer[64];
-  for (ssize_t n; (n = read(output_read, buffer, sizeof buffer)) > 0;) output.append(buffer, static_cast<size_t>(n));
+  const std::string output = ReadUntilEof(output_read);
   EXPECT_EQ(output, "hi\n") << "EOF came";
   close(output_read);
   ASSERT_EQ(waitpid(pid, nullptr, 0), pid);
