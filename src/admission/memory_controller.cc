@@ -152,6 +152,7 @@ CoreJobTraits MemoryController::Describe(const Edge* edge, EdgeState* state) {
   const JobProfile profile = parts_.estimator->Profile(job);
   state->prior_peak_bytes = profile.prior.peak_bytes;
   state->prior_family = profile.prior.family;  // its text is left out: only an estimate's `why` reads it
+  state->in_compile_server = profile.prior.runs_in_compile_server;
   state->store_key = profile.store_key;
   CoreJobTraits traits;
   traits.class_key = profile.class_key;
@@ -167,6 +168,7 @@ JobProfile MemoryController::ProfileOf(const EdgeState& state, const CoreJobTrai
   profile.family_key = traits.family_key;
   profile.prior.peak_bytes = state.prior_peak_bytes;
   profile.prior.family = state.prior_family;
+  profile.prior.runs_in_compile_server = state.in_compile_server;
   profile.store_key = state.store_key;
   return profile;
 }
@@ -177,11 +179,14 @@ JobProfile MemoryController::ModeProfileOf(const Edge* edge, const EdgeState& st
   const auto& remote = at_job_end ? exec_mode_hooks_.ran_remote : exec_mode_hooks_.starts_remote;
   if (!remote || !remote(edge)) return profile;
   // A remote-bound edge is predicted on every walk while it waits: its class's " @remote" keys are made once.
+  // A farm job's residual has its own keys and prior; sccache-dist's are the client's, as before (scale-out.md).
   auto [keys, added] = remote_keys_.try_emplace(profile.class_key);
   if (added) {
-    keys->second = {parts_.estimator->InternKey(ExecModeKey(profile.class_key, ExecMode::kRemote)),
-                    parts_.estimator->InternKey(ExecModeKey(profile.family_key, ExecMode::kRemote))};
+    keys->second = {
+        parts_.estimator->InternKey(ExecModeKey(WithoutCompileServerKey(profile.class_key), ExecMode::kRemote)),
+        parts_.estimator->InternKey(ExecModeKey(WithoutCompileServerKey(profile.family_key), ExecMode::kRemote))};
   }
+  profile.prior.runs_in_compile_server = false;
   profile.class_key = keys->second.first;
   profile.family_key = keys->second.second;
   if (exec_mode_hooks_.residual_bytes) profile.prior.peak_bytes = exec_mode_hooks_.residual_bytes(edge);
@@ -340,6 +345,10 @@ void MemoryController::JobStarted(Edge* edge, JobId id, ProcessRunner* runner) {
   if (guard_active()) running.guard_limit_hits_at_start = guard_->limit_hits();
   parts_.meter->JobStarted(pending_meter_key_, runner->ProcessGroupOf(id));
   RecordJobStart(&running, edge, state, now);
+  // A farm job's local part is sccache-dist's known limit (docs/scale-out.md), not this one.
+  if (state.in_compile_server && !warned_compile_server_ &&
+      !(exec_mode_hooks_.starts_remote && exec_mode_hooks_.starts_remote(edge)))
+    WarnAboutCompileServer(edge);
   runner_of_meter_key_[pending_meter_key_] = id;  // the core's views ask for it (slots are by runner id)
   running_.insert_or_assign(id, running);
   PublishToLedger();
@@ -444,6 +453,15 @@ void MemoryController::CheckEarlyStarts(const MemoryReading& reading, int64_t no
 void MemoryController::Resume(const Running& running, ProcessRunner* runner) {
   parts_.meter->Thaw(running.meter_key);
   if (running.frozen_by_signal && runner) runner->SignalJob(running.runner_id, SIGCONT);
+}
+
+// Said once a build: the protection such jobs get is a first build's, and only the docs can say what to do.
+void MemoryController::WarnAboutCompileServer(const Edge* edge) {
+  warned_compile_server_ = true;
+  parts_.status->Warning("'" + OutputOf(edge) +
+                         "' compiles in sccache's server, outside its own processes: headroom sizes such jobs by "
+                         "their commands and cannot measure, pause or stop their compiles (see headroom's "
+                         "docs/memory-observation.md)");
 }
 
 bool MemoryController::JobFinished(Edge* edge, JobExit* exit) {

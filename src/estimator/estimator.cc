@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "headroom/estimator/command_line.h"
+#include "headroom/estimator/exec_mode.h"
 #include "headroom/util/byte_size.h"
 #include "headroom/util/messages.h"
 
@@ -228,10 +229,31 @@ std::string_view KeyPool::Intern(std::string_view key) {
 }
 
 JobProfile Estimator::Profile(const JobDescription& job) const {
-  const std::string class_key = JobClassKey(job.rule, job.command);
+  Prior prior = PriorFromCommand(job.command, job.rspfile_content, sizes_, config_.priors);
+  std::string class_key = JobClassKey(job.rule, job.command);
+  std::string family_key = FamilyKeyOfClassKey(class_key);
+  if (prior.runs_in_compile_server) {
+    class_key = CompileServerKey(class_key);
+    family_key = CompileServerKey(family_key);
+  }
   const uint64_t store_key = user_store_ ? user_store_->EdgeKey(job.output, class_key) : 0;
-  return {keys_.Intern(class_key), keys_.Intern(FamilyKeyOfClassKey(class_key)),
-          PriorFromCommand(job.command, job.rspfile_content, sizes_, config_.priors), store_key};
+  return {keys_.Intern(class_key), keys_.Intern(family_key), std::move(prior), store_key};
+}
+
+// A job that compiles in sccache's server measured only the client (a few MiB): its history says how long it
+// takes, never how much memory the compile needs. Its command's prior sizes it, as on a first build.
+void Estimator::SizeCompileServerJob(const Prior& prior, bool why, Estimate* estimate) const {
+  if (estimate->source == EstimateSource::kPrior || estimate->source == EstimateSource::kUserHint) return;
+  const uint64_t measured = estimate->peak_bytes;
+  estimate->source = EstimateSource::kPrior;
+  estimate->peak_bytes = std::max(prior.peak_bytes, measured);
+  estimate->confident = false;
+  estimate->unknown_heavy = false;  // its first run was the probe: another one would not measure more
+  estimate->rise = RiseCurve();     // the client's curve, not the compile's
+  if (why) {
+    estimate->why = fmt::format("prior: {} (compiled in sccache's server, outside the job: its own processes, the "
+                                "client, measured {})", prior.why, FormatBytes(measured));
+  }
 }
 
 Estimate Estimator::Predict(const JobDescription& job, const JobProfile& profile, EstimateDetail detail) const {
@@ -254,6 +276,7 @@ Estimate Estimator::Predict(const JobDescription& job, const JobProfile& profile
     if (why) best->why = "prior: " + prior.why;
     best->unknown_heavy = prior.peak_bytes >= config_.heavy_threshold;
   }
+  if (prior.runs_in_compile_server) SizeCompileServerJob(prior, why, &*best);
   // Durations come from whatever measured source exists even when the peak came from a hint.
   if (best->duration_ms == 0 && from_class) best->duration_ms = from_class->duration_ms;
   if (best->duration_ms == 0 && from_family) best->duration_ms = from_family->duration_ms;
@@ -268,7 +291,11 @@ bool Estimator::Learn(const JobDescription& job, const HistoryRecord& record, st
   if (!history_) return true;
   ++generation_;  // the record is kept in memory even when the file write fails.
   std::string parsed_key;  // only without a kept profile
-  if (!profile) parsed_key = JobClassKey(job.rule, job.command);
+  if (!profile) {
+    parsed_key = JobClassKey(job.rule, job.command);
+    if (PriorFromCommand(job.command, job.rspfile_content, sizes_, config_.priors).runs_in_compile_server)
+      parsed_key = CompileServerKey(parsed_key);  // as Profile keys it
+  }
   const std::string_view class_key = profile ? profile->class_key : std::string_view(parsed_key);
   bool written = history_->Record(job.output, job.command_hash, class_key, record, error);
   if (user_store_) user_store_->Record(job.output, class_key, record, static_cast<int64_t>(time(nullptr)));

@@ -83,6 +83,22 @@ std::string_view Trim(std::string_view text) {
 
 const char* ExecModeName(ExecMode mode) { return mode == ExecMode::kRemote ? "remote" : "local"; }
 
+bool RunsInCompileServer(const CommandStep& step) {
+  if (step.family != ToolFamily::kCompiler && step.family != ToolFamily::kNvcc) return false;
+  return std::find(step.launchers.begin(), step.launchers.end(), "sccache") != step.launchers.end();
+}
+
+std::string CompileServerKey(std::string_view key) {
+  std::string result(key);
+  result += kCompileServerKeySuffix;
+  return result;
+}
+
+std::string_view WithoutCompileServerKey(std::string_view key) {
+  if (key.ends_with(kCompileServerKeySuffix)) key.remove_suffix(kCompileServerKeySuffix.size());
+  return key;
+}
+
 std::string ExecModeKey(std::string_view key, ExecMode mode) {
   std::string result(key);
   if (mode == ExecMode::kRemote) result += " @remote";

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "headroom/estimator/exec_mode.h"
 #include "headroom/util/byte_size.h"
 
 namespace headroom {
@@ -167,6 +168,7 @@ Prior PriorFromCommand(std::string_view command, std::string_view rspfile_conten
   bool any = false;
   for (const CommandStep& step : ParseCommandSteps(command)) {
     Prior prior = StepPrior(step, rspfile_content, sizes, constants);
+    prior.runs_in_compile_server = RunsInCompileServer(step);
     if (!any || prior.peak_bytes > best.peak_bytes) best = std::move(prior);
     any = true;
   }

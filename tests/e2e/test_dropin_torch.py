@@ -67,7 +67,10 @@ def build_env(shim: Path, python: Path) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("NINJA_STATUS", "MAKEFLAGS", "HEADROOM_FLAGS")}
     env["PATH"] = os.pathsep.join([str(shim), str(python.parent), env.get("PATH", "")])
     env["MAX_JOBS"] = "auto"  # torch passes no -j then; headroom reads MAX_JOBS itself
-    env.update(TERM="dumb", LC_ALL="C")
+    # torch puts ccache or sccache (scripts/install-deps.sh installs sccache) in front of every compiler it finds on
+    # PATH; sccache would compile in its server, where headroom cannot measure (test_compile_server.py covers that).
+    # These suites check the compiles headroom runs and measures itself.
+    env.update(TERM="dumb", LC_ALL="C", TORCH_NO_COMPILER_WRAPPER="1")
     return env
 
 
@@ -125,6 +128,7 @@ def test_cpp_extension(tmp_path, torch_python, ninja_shim):
     # torch ran `ninja -v` (no -j, MAX_JOBS=auto) in its build directory: verbose command lines, two jobs.
     compile_lines = [ln for ln in log.splitlines() if re.match(r"\[\d+/2\] .*c\+\+", ln)]
     assert len(compile_lines) == 2, log[-4000:]
+    assert not any(re.match(r"\[\d+/2\] s?ccache ", ln) for ln in compile_lines), compile_lines  # build_env
     build_dir = ninja_build_dir(work)
     # Only headroom writes its memory history there: the `ninja` torch ran was headroom.
     assert (build_dir / ".ninja_headroom").is_file()

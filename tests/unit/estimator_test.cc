@@ -9,6 +9,7 @@
 
 #include "headroom/estimator/command_line.h"
 #include "headroom/estimator/estimator.h"
+#include "headroom/estimator/exec_mode.h"
 #include "headroom/estimator/priors.h"
 #include "headroom/util/byte_size.h"
 #include "headroom/history/history_store.h"
@@ -403,6 +404,62 @@ TEST(EstimatorTest, RusageOnlyMeasurementsNeverLowerThePrior) {
   EXPECT_EQ(estimator.Predict(a).peak_bytes, 2 * PriorConstants{}.nvcc_cutlass_per_pipeline);
   ASSERT_TRUE(estimator.Learn(a, Completed(3 * kGiB, 1000, PeakMethod::kProcessTree), &error));
   EXPECT_EQ(estimator.Predict(a).peak_bytes, static_cast<uint64_t>(3 * kGiB * 1.1));
+}
+
+// sccache compiles in its server, a daemon outside the job: the job's processes are its client, a few MiB.
+TEST(EstimatorTest, JobsThatCompileInSccachesServerAreSizedByTheirCommandNotByTheClient) {
+  HistoryStore history;
+  Estimator estimator(&history, {});
+  std::string error;
+  JobDescription served = Job("a.o", "sccache g++ -O2 -c a.cc -o a.o");
+  const JobProfile profile = estimator.Profile(served);
+  EXPECT_TRUE(profile.prior.runs_in_compile_server);
+  EXPECT_EQ(profile.class_key, "CXX g++ -O2 -c .cc @sccache-server");
+  EXPECT_EQ(profile.family_key, "CXX g++ -O2 -c .cc @sccache-server");
+  const uint64_t prior = PriorConstants{}.cxx_O2;
+  EXPECT_EQ(estimator.Predict(served).peak_bytes, prior);
+
+  // Its runs (through the profile, as a build learns, and without one) teach durations, never its memory.
+  ASSERT_TRUE(estimator.Learn(served, Completed(3 * kMiB, 50'000), &error, &profile));
+  ASSERT_TRUE(estimator.Learn(served, Completed(3 * kMiB, 50'000), &error));
+  Estimate again = estimator.Predict(served, estimator.Profile(served), EstimateDetail::kWithWhy);
+  EXPECT_EQ(again.source, EstimateSource::kPrior);
+  EXPECT_EQ(again.peak_bytes, prior);
+  EXPECT_EQ(again.duration_ms, 50'000);
+  EXPECT_FALSE(again.confident);
+  EXPECT_FALSE(again.unknown_heavy);
+  EXPECT_NE(again.why.find("sccache's server"), std::string::npos) << again.why;
+  EXPECT_NE(again.why.find("3 MiB"), std::string::npos) << again.why;
+
+  // The same command without sccache compiles in its own processes: the clients' figures are not its class's.
+  JobDescription own = Job("b.o", "g++ -O2 -c b.cc -o b.o");
+  EXPECT_FALSE(estimator.Profile(own).prior.runs_in_compile_server);
+  EXPECT_EQ(estimator.Predict(own).source, EstimateSource::kPrior);
+  ASSERT_TRUE(estimator.Learn(own, Completed(900 * kMiB, 40'000), &error));
+  EXPECT_EQ(estimator.Predict(Job("c.o", "g++ -O2 -c c.cc -o c.o")).source, EstimateSource::kClassHistory);
+  EXPECT_EQ(estimator.Predict(served).peak_bytes, prior) << "nor theirs the served jobs'";
+
+  // A hint is the user's word and stays so.
+  JobDescription hinted = Job("d.o", "sccache g++ -O2 -c d.cc -o d.o");
+  const std::string_view hint = "2G";
+  hinted.mem_hint = hint;
+  EXPECT_EQ(estimator.Predict(hinted).peak_bytes, 2 * kGiB);
+}
+
+TEST(EstimatorTest, OnlyCompilesRunInSccachesServer) {
+  HistoryStore history;
+  Estimator estimator(&history, {});
+  auto served = [&](std::string_view command) {
+    return estimator.Profile(Job("x", command)).prior.runs_in_compile_server;
+  };
+  EXPECT_TRUE(served("sccache nvcc -gencode arch=compute_80,code=sm_80 -c k.cu -o k.o"));
+  EXPECT_TRUE(served("/usr/bin/sccache /usr/bin/c++ -c a.cc -o a.o"));
+  EXPECT_TRUE(served("cmake -E __run_co_compile --launcher=sccache -- c++ -c a.cc -o a.o"));
+  EXPECT_FALSE(served("sccache c++ a.o b.o -o app")) << "sccache runs what it does not cache in its client";
+  EXPECT_FALSE(served("ccache c++ -c a.cc -o a.o")) << "ccache runs the compiler as its own child";
+  EXPECT_FALSE(served("c++ -c a.cc -o a.o"));
+  EXPECT_EQ(WithoutCompileServerKey(CompileServerKey("CXX c++ -c .cc")), "CXX c++ -c .cc");
+  EXPECT_EQ(WithoutCompileServerKey("CXX c++ -c .cc"), "CXX c++ -c .cc");
 }
 
 }  // namespace

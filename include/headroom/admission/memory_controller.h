@@ -98,6 +98,7 @@ class MemoryController : public JobController {
     int32_t last_wait_ms = 0;          // how long it waited before its latest admission (capped at ~24 days)
     ToolFamily prior_family = ToolFamily::kUnknown;
     bool has_hint = false;             // $headroom_mem is set (read from the edge when predicting)
+    bool in_compile_server = false;    // Prior::runs_in_compile_server
   };
   struct Running {
     Edge* edge = nullptr;
@@ -145,6 +146,7 @@ class MemoryController : public JobController {
   void Resume(const Running& running, ProcessRunner* runner);
   // Stops a job's whole tree (the cgroup freezer, else SIGSTOP to its process group); Resume undoes it.
   void Pause(Running* running, ProcessRunner* runner);
+  void WarnAboutCompileServer(const Edge* edge);
   // Parks or resumes each early-started job (AdmissionPolicy::CheckEarlyStart).
   void CheckEarlyStarts(const MemoryReading& reading, int64_t now, ProcessRunner* runner);
   // How often Tick samples: often while an early-started job may be growing into memory not yet free.
@@ -200,6 +202,7 @@ class MemoryController : public JobController {
   bool guard_stalled_ = false;       // the last check found a stall (counts episodes, not ticks)
   BuildTimeline* timeline_ = nullptr;
   ExecModeHooks exec_mode_hooks_;
+  bool warned_compile_server_ = false;  // said once a build that a job compiles in sccache's server
   SlotCosts slot_costs_;  // jobserver slots: what each running job's extra slots are charged
 
   // --- machine-wide ledger (memory_controller_ledger.cc, docs/build-ledger.md) ---

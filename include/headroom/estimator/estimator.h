@@ -156,6 +156,7 @@ class Estimator {
   std::optional<Estimate> FromFamily(std::string_view family_key, bool why) const;
   uint64_t Floor(uint64_t bytes) const;
   double EdgeMargin(const EdgeHistory& edge, size_t window_start) const;
+  void SizeCompileServerJob(const Prior& prior, bool why, Estimate* estimate) const;
   // Family figures are derived from the history's classes, grouped when first needed and kept current by Learn.
   void IndexFamilies() const;
   void NoteClass(uint32_t class_id) const;

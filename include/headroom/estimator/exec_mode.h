@@ -47,6 +47,17 @@ bool ClassifyExecMode(std::string_view command, std::string_view headroom_exec, 
 // peaks on a farm and its local peaks (links of the same tool, fallbacks) never mix.
 std::string ExecModeKey(std::string_view key, ExecMode mode);
 
+// Whether `step` does its work in a compile server rather than in the job's own processes: sccache hands every
+// C/C++ and nvcc compile to its server, a daemon that is no child of the job (its client only waits), so the job's
+// process tree and cgroup hold only the client. Links and other tools sccache does not cache run in the client.
+bool RunsInCompileServer(const CommandStep& step);
+
+// History keys of jobs that run in a compile server get this suffix: what such a job measures (the client) never
+// mixes with the same command's own compiles. CompileServerKey appends it, WithoutCompileServerKey drops it.
+inline constexpr std::string_view kCompileServerKeySuffix = " @sccache-server";
+std::string CompileServerKey(std::string_view key);
+std::string_view WithoutCompileServerKey(std::string_view key);
+
 // The same from already parsed steps (the estimator's ParseCommandSteps); the dominant step decides.
 ExecClass ClassifyExecSteps(const std::vector<CommandStep>& steps, const LauncherSettings& settings);
 

@@ -42,6 +42,9 @@ struct Prior {
   uint64_t peak_bytes = 0;
   ToolFamily family = ToolFamily::kUnknown;
   std::string why;  // "nvcc: 2 pipelines x 4 GiB", for -d explain style output.
+  // The step compiles in sccache's server (RunsInCompileServer): what the job's own processes show is its client,
+  // so this prior stays the best figure there is for its memory, whatever is measured.
+  bool runs_in_compile_server = false;
 };
 
 // Number of device pipelines nvcc runs at once: min(--threads (default 1; 0 = one per target), targets),
