@@ -159,6 +159,7 @@ CoreJobTraits MemoryController::Describe(const Edge* edge, EdgeState* state) {
   traits.family_key = profile.family_key;
   // Where a compile farm may take it, MayStart and JobStarted ask again (KeepsALocalCpuBusy).
   traits.compute_bound = IsComputeBound(state->prior_family);
+  traits.unwatched = state->in_compile_server;
   return traits;
 }
 
@@ -345,8 +346,10 @@ void MemoryController::JobStarted(Edge* edge, JobId id, ProcessRunner* runner) {
   if (guard_active()) running.guard_limit_hits_at_start = guard_->limit_hits();
   parts_.meter->JobStarted(pending_meter_key_, runner->ProcessGroupOf(id));
   RecordJobStart(&running, edge, state, now);
-  // A farm job's local part is sccache-dist's known limit (docs/scale-out.md), not this one.
+  // Said the first time such a class runs (a build dir's first build, unless the user store knows it), not on
+  // every build after. A farm job's local part is sccache-dist's known limit (docs/scale-out.md), not this one.
   if (state.in_compile_server && !warned_compile_server_ &&
+      !parts_.estimator->KnowsClass(core_.TraitsOf(edge->id).class_key) &&
       !(exec_mode_hooks_.starts_remote && exec_mode_hooks_.starts_remote(edge)))
     WarnAboutCompileServer(edge);
   runner_of_meter_key_[pending_meter_key_] = id;  // the core's views ask for it (slots are by runner id)
@@ -455,7 +458,7 @@ void MemoryController::Resume(const Running& running, ProcessRunner* runner) {
   if (running.frozen_by_signal && runner) runner->SignalJob(running.runner_id, SIGCONT);
 }
 
-// Said once a build: the protection such jobs get is a first build's, and only the docs can say what to do.
+// The protection such jobs get is a first build's, and only the docs can say what to do about it.
 void MemoryController::WarnAboutCompileServer(const Edge* edge) {
   warned_compile_server_ = true;
   parts_.status->Warning("'" + OutputOf(edge) +

@@ -79,8 +79,10 @@ int SchedulerCore::MemoryFailures(CoreJobKey job) const {
 
 bool SchedulerCore::IsGuess(CoreJobKey job) const { return IsGuess(job, jobs_.at(job)); }
 
+// A guess is admitted at a share of the budget on the bet that watching the job catches a miss in time; that bet
+// needs the job's memory in its own processes.
 bool SchedulerCore::IsGuess(CoreJobKey job, const JobState& state) const {
-  return state.estimate.source == EstimateSource::kPrior && RequeueFloor(job) == 0;
+  return state.estimate.source == EstimateSource::kPrior && RequeueFloor(job) == 0 && !state.traits.unwatched;
 }
 
 bool SchedulerCore::SizedFromOwnRuns(CoreJobKey job) const { return SizedFromOwnRuns(job, jobs_.at(job)); }

@@ -374,7 +374,10 @@ def test_meson_flow(tmp_path, binaries):
         write(side.root / "src" / "meson.build", MESON_BUILD + MESON_OLD)
 
     def mes(*args):
-        return lambda side: side.run([meson, *args], cwd=side.root, env=clean_env(NINJA=str(side.wrapper)))
+        # CC and CXX named: meson puts sccache (scripts/install-deps.sh installs it) in front of compilers it picks
+        # itself, and sccache compiles outside the jobs (test_compile_server.py); this flow checks ninja's parity.
+        return lambda side: side.run([meson, *args], cwd=side.root,
+                                     env=clean_env(NINJA=str(side.wrapper), CC="cc", CXX="c++"))
 
     # setup: meson detects "ninja" through $NINJA (`--version`) and writes compile_commands.json with `-t compdb`.
     ref_o, sut_o, _, r = flow.step("setup", mes("setup", "build", "src"), "build")

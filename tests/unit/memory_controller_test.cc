@@ -78,7 +78,7 @@ class MemoryControllerTest : public ::testing::Test {
 
   // Builds `jobs` independent edges with the given memory hint ("" for none) at -j`parallelism`.
   void Build(int jobs, const std::string& hint, int parallelism) {
-    std::string manifest = "rule touch\n  command = touch $out\n";
+    std::string manifest = "rule touch\n  command = " + command_ + "\n";
     std::string all = "build all: phony";
     for (int i = 0; i < jobs; ++i) {
       manifest += fmt::format("build o{}: touch\n", i);
@@ -122,6 +122,7 @@ class MemoryControllerTest : public ::testing::Test {
   uint64_t budget_ = 0;
   MemoryDecisions decisions_;
   std::string ledger_dir_;  // "" : no machine-wide ledger
+  std::string command_ = "touch $out";
 };
 
 TEST_F(MemoryControllerTest, HoldsTheBudgetWhereParallelismWouldNot) {
@@ -165,6 +166,16 @@ TEST_F(MemoryControllerTest, AJobLargerThanTheBudgetStillRunsAloneWithAWarning) 
   EXPECT_EQ(2u, runner_.commands_run.size());
   ASSERT_FALSE(status_.warnings.empty());
   EXPECT_NE(std::string::npos, status_.warnings[0].find("running it alone"));
+}
+
+// A job that compiles in sccache's server runs (the fake runner takes any command); the build says why, once.
+TEST_F(MemoryControllerTest, AJobThatCompilesInSccachesServerIsNamedOnce) {
+  SetUpMachine(8 * kGiB);
+  command_ = "sccache c++ -O2 -c $out.cc -o $out";
+  Build(3, "", 8);
+  EXPECT_EQ(3u, runner_.commands_run.size());
+  ASSERT_EQ(1u, status_.warnings.size());
+  EXPECT_NE(std::string::npos, status_.warnings[0].find("compiles in sccache's server")) << status_.warnings[0];
 }
 
 TEST_F(MemoryControllerTest, FinishedJobsAreLearned) {

@@ -41,6 +41,9 @@ struct CoreJobTraits {
   std::string_view class_key;   // must outlive the job's state (the estimator interns them)
   std::string_view family_key;
   bool compute_bound = false;   // keeps a local CPU busy (RunningJob::compute_bound)
+  // Its work runs outside its own processes (a compile in sccache's server): its growth cannot be watched, nor
+  // stopped by pausing or killing it, so a guess of its peak is admitted whole, never at a share (IsGuess).
+  bool unwatched = false;
 };
 
 // One step of an admission walk (SchedulerCore::Consider).

@@ -133,6 +133,8 @@ class Estimator {
 
   // A key kept in the estimator's pool (a profile's keys must outlive it), e.g. a class key per execution mode.
   std::string_view InternKey(std::string_view key) const { return keys_.Intern(key); }
+  // Whether a job of this class has finished before (this build, earlier ones, or the user store's).
+  bool KnowsClass(std::string_view class_key) const { return history_ && history_->FindClass(class_key); }
 
   // Counts Learn calls that changed the history: an estimate made at an older generation may be stale.
   uint64_t generation() const { return generation_; }
