@@ -107,7 +107,8 @@ const EstimateFigures& Simulator::EstimateOf(size_t i) {
   JobState& s = state_[i];
   if (!s.profile) {
     s.profile = estimator_->Profile(Describe(i));
-    core_.Track(i, CoreJobTraits{s.profile->class_key, s.profile->family_key, IsComputeBound(s.profile->prior.family)});
+    core_.Track(i, CoreJobTraits{s.profile->class_key, s.profile->family_key, IsComputeBound(s.profile->prior.family),
+                                 s.profile->prior.runs_in_compile_server});
     core_.SetEstimate(i, EstimateFigures::Of(estimator_->Predict(Describe(i), *s.profile)), estimator_->generation());
   } else if (core_.EstimateIsStale(i, estimator_->generation())) {
     core_.SetEstimate(i, EstimateFigures::Of(estimator_->Predict(Describe(i), *s.profile)), estimator_->generation());
