@@ -152,14 +152,13 @@ CoreJobTraits MemoryController::Describe(const Edge* edge, EdgeState* state) {
   const JobProfile profile = parts_.estimator->Profile(job);
   state->prior_peak_bytes = profile.prior.peak_bytes;
   state->prior_family = profile.prior.family;  // its text is left out: only an estimate's `why` reads it
-  state->in_compile_server = profile.prior.runs_in_compile_server;
   state->store_key = profile.store_key;
   CoreJobTraits traits;
   traits.class_key = profile.class_key;
   traits.family_key = profile.family_key;
   // Where a compile farm may take it, MayStart and JobStarted ask again (KeepsALocalCpuBusy).
   traits.compute_bound = IsComputeBound(state->prior_family);
-  traits.unwatched = state->in_compile_server;
+  traits.unwatched = profile.prior.runs_in_compile_server;
   return traits;
 }
 
@@ -169,7 +168,7 @@ JobProfile MemoryController::ProfileOf(const EdgeState& state, const CoreJobTrai
   profile.family_key = traits.family_key;
   profile.prior.peak_bytes = state.prior_peak_bytes;
   profile.prior.family = state.prior_family;
-  profile.prior.runs_in_compile_server = state.in_compile_server;
+  profile.prior.runs_in_compile_server = traits.unwatched;  // only such jobs are unwatched
   profile.store_key = state.store_key;
   return profile;
 }
@@ -348,8 +347,8 @@ void MemoryController::JobStarted(Edge* edge, JobId id, ProcessRunner* runner) {
   RecordJobStart(&running, edge, state, now);
   // Said the first time such a class runs (a build dir's first build, unless the user store knows it), not on
   // every build after. A farm job's local part is sccache-dist's known limit (docs/scale-out.md), not this one.
-  if (state.in_compile_server && !warned_compile_server_ &&
-      !parts_.estimator->KnowsClass(core_.TraitsOf(edge->id).class_key) &&
+  const CoreJobTraits& traits = core_.TraitsOf(edge->id);
+  if (traits.unwatched && !warned_compile_server_ && !parts_.estimator->KnowsClass(traits.class_key) &&
       !(exec_mode_hooks_.starts_remote && exec_mode_hooks_.starts_remote(edge)))
     WarnAboutCompileServer(edge);
   runner_of_meter_key_[pending_meter_key_] = id;  // the core's views ask for it (slots are by runner id)

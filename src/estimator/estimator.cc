@@ -231,13 +231,10 @@ std::string_view KeyPool::Intern(std::string_view key) {
 JobProfile Estimator::Profile(const JobDescription& job) const {
   Prior prior = PriorFromCommand(job.command, job.rspfile_content, sizes_, config_.priors);
   std::string class_key = JobClassKey(job.rule, job.command);
-  std::string family_key = FamilyKeyOfClassKey(class_key);
-  if (prior.runs_in_compile_server) {
-    class_key = CompileServerKey(class_key);
-    family_key = CompileServerKey(family_key);
-  }
+  if (prior.runs_in_compile_server) class_key = CompileServerKey(class_key);
   const uint64_t store_key = user_store_ ? user_store_->EdgeKey(job.output, class_key) : 0;
-  return {keys_.Intern(class_key), keys_.Intern(family_key), std::move(prior), store_key};
+  // The family keeps the suffix word as it is, as IndexFamilies derives it from the history's class keys.
+  return {keys_.Intern(class_key), keys_.Intern(FamilyKeyOfClassKey(class_key)), std::move(prior), store_key};
 }
 
 // A job that compiles in sccache's server measured only the client (a few MiB): its history says how long it
@@ -290,13 +287,9 @@ bool Estimator::Learn(const JobDescription& job, const HistoryRecord& record, st
                       const JobProfile* profile) {
   if (!history_) return true;
   ++generation_;  // the record is kept in memory even when the file write fails.
-  std::string parsed_key;  // only without a kept profile
-  if (!profile) {
-    parsed_key = JobClassKey(job.rule, job.command);
-    if (PriorFromCommand(job.command, job.rspfile_content, sizes_, config_.priors).runs_in_compile_server)
-      parsed_key = CompileServerKey(parsed_key);  // as Profile keys it
-  }
-  const std::string_view class_key = profile ? profile->class_key : std::string_view(parsed_key);
+  std::optional<JobProfile> parsed;  // only without a kept profile: keyed exactly as Profile keys it
+  if (!profile) profile = &parsed.emplace(Profile(job));
+  const std::string_view class_key = profile->class_key;
   bool written = history_->Record(job.output, job.command_hash, class_key, record, error);
   if (user_store_) user_store_->Record(job.output, class_key, record, static_cast<int64_t>(time(nullptr)));
   if (families_indexed_) {
@@ -304,10 +297,8 @@ bool Estimator::Learn(const JobDescription& job, const HistoryRecord& record, st
     size_t known = classes_indexed_;
     IndexFamilies();
     const ClassStats* stats = history_->FindClass(class_key);
-    if (stats && static_cast<size_t>(stats - history_->classes().data()) < known) {
-      const std::string parsed_family = profile ? std::string() : FamilyKeyOfClassKey(class_key);
-      Refresh(families_[family_index_.find(profile ? profile->family_key : std::string_view(parsed_family))->second]);
-    }
+    if (stats && static_cast<size_t>(stats - history_->classes().data()) < known)
+      Refresh(families_[family_index_.find(profile->family_key)->second]);
   }
   return written;
 }

@@ -273,7 +273,7 @@ void Simulator::Fail(size_t index, bool by_kernel) {
   estimator_->Learn(Describe(active.job),
                     {run.view.peak_rss, active.progress(), PeakMethod::kCgroup,
                      by_kernel ? JobOutcome::kOomKilled : JobOutcome::kSafetyKilled},
-                    &error);
+                    &error, &*state_[active.job].profile);
   const RequeueDecision decision =
       core_.MemoryFailure(active.job, by_kernel ? MemoryFailureKind::kKernelOomKill : MemoryFailureKind::kHeadroomKill,
                           run.view.peak_rss, config_.requeue);
@@ -301,7 +301,7 @@ void Simulator::FinishJobs() {
         run.paused_once ? EstimateOf(active.job).rise : run.rise.Finish(run.view.peak_rss, active.progress());
     estimator_->Learn(Describe(active.job),
                       {run.view.peak_rss, active.progress(), PeakMethod::kCgroup, JobOutcome::kCompleted, rise},
-                      &error);
+                      &error, &*state_[active.job].profile);
     result_.finished_ms[active.job] = now_;
     Trace("end", active.job, "peak " + FormatBytes(run.view.peak_rss));
     result_.max_concurrency_while_running[active.job] = active.max_concurrency;

@@ -98,7 +98,6 @@ class MemoryController : public JobController {
     int32_t last_wait_ms = 0;          // how long it waited before its latest admission (capped at ~24 days)
     ToolFamily prior_family = ToolFamily::kUnknown;
     bool has_hint = false;             // $headroom_mem is set (read from the edge when predicting)
-    bool in_compile_server = false;    // Prior::runs_in_compile_server
   };
   struct Running {
     Edge* edge = nullptr;
